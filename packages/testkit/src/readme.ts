@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
+import { dirname, join } from 'node:path';
+
+/** One runnable example taken from a README. */
+export interface ReadmeExample {
+  /** The heading the example stands under, for test names. */
+  readonly heading: string;
+  /** The TypeScript source of the code block. */
+  readonly source: string;
+  /**
+   * The lines the example says it prints: every `// → text` comment in the
+   * block, in order.
+   */
+  readonly expected: readonly string[];
+}
+
+const FENCE = /^```(ts|typescript)\s+example\s*$/;
+
+/**
+ * Extracts the code blocks fenced as ```` ```ts example ```` from a README.
+ * Other blocks are documentation only and are not run.
+ */
+export async function readmeExamples(readmePath: string): Promise<ReadmeExample[]> {
+  const text = await readFile(readmePath, 'utf8');
+  const lines = text.split(/\r?\n/);
+  const out: ReadmeExample[] = [];
+  let heading = '';
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? '';
+    if (line.startsWith('#')) heading = line.replace(/^#+\s*/, '');
+    if (!FENCE.test(line)) continue;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i] ?? '');
+    const source = body.join('\n');
+    const expected = [...source.matchAll(/\/\/ → (.*)$/gm)].map((m) => (m[1] ?? '').trimEnd());
+    out.push({ heading, source, expected });
+  }
+  return out;
+}
+
+/**
+ * Runs one README example as a user would: its TypeScript is stripped of
+ * types and written next to the package (so bare imports of the package
+ * resolve through the workspace), then run with the current Node. Resolves
+ * with what it printed; rejects when it exits non-zero.
+ */
+export async function runReadmeExample(
+  packageDir: string,
+  example: ReadmeExample,
+  opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ stdout: string; stderr: string }> {
+  const dir = await mkdtemp(join(packageDir, '.readme-example-'));
+  const file = join(dir, 'example.mjs');
+  try {
+    await writeFile(file, stripTypeScriptTypes(example.source, { mode: 'strip' }));
+    return await runNode(file, dirname(file), opts.timeoutMs ?? 30_000, opts.env);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function runNode(
+  file: string,
+  cwd: string,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv | undefined,
+): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [file], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: timeoutMs,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve({ stdout, stderr });
+      else reject(new Error(`example exited with ${signal ?? code}:\n${stderr}\n${stdout}`));
+    });
+  });
+}
