@@ -1,3 +1,9 @@
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
-export { type ReadmeExample, readmeExamples, runReadmeExample } from './readme.js';
+export {
+  type ReadmeExample,
+  type ReadmeFileBlock,
+  readmeExamples,
+  readmeFileBlocks,
+  runReadmeExample,
+} from './readme.js';

@@ -40,6 +40,29 @@ export async function readmeExamples(readmePath: string): Promise<ReadmeExample[
   return out;
 }
 
+/** A README code block that quotes a file of the package: ```` ```ts file=path ````. */
+export interface ReadmeFileBlock {
+  readonly path: string;
+  readonly source: string;
+}
+
+/**
+ * The blocks fenced as ```` ```ts file=path ````: each must equal that file
+ * (a test checks it), so the README shows code that another test runs.
+ */
+export async function readmeFileBlocks(readmePath: string): Promise<ReadmeFileBlock[]> {
+  const lines = (await readFile(readmePath, 'utf8')).split(/\r?\n/);
+  const out: ReadmeFileBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^```\w+\s+file=(\S+)\s*$/.exec(lines[i] ?? '');
+    if (m === null) continue;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i] ?? '');
+    out.push({ path: m[1] ?? '', source: `${body.join('\n')}\n` });
+  }
+  return out;
+}
+
 /**
  * Runs one README example as a user would: its TypeScript is stripped of
  * types and written next to the package (so bare imports of the package
