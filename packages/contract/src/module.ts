@@ -1,0 +1,172 @@
+import type { Meter, Tracer } from '@opentelemetry/api';
+import { PermanentError } from './errors.js';
+import type { Logger } from './logger.js';
+import { observe } from './observe.js';
+import { type Profile, profileProblems } from './profile.js';
+import type { Provider } from './types.js';
+
+/** One problem found by a config schema. */
+export interface ConfigIssue {
+  readonly message: string;
+  /** Where in the block: keys and indexes from the block's root. */
+  readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+}
+
+/** What a config schema answers: the validated value with defaults filled in, or the issues. */
+export type ConfigResult<T> =
+  | { readonly value: T; readonly issues?: undefined }
+  | { readonly issues: readonly ConfigIssue[] };
+
+/**
+ * A provider's config schema. The shape is that of the Standard Schema
+ * interface (version 1), so a schema from any library that implements it
+ * (zod, valibot, arktype) can be used as is, and a hand-written one works
+ * too.
+ */
+export interface ConfigSchema<T> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    validate(value: unknown): ConfigResult<T> | Promise<ConfigResult<T>>;
+    readonly types?: { readonly input: unknown; readonly output: T } | undefined;
+  };
+}
+
+/** The type a schema validates to. */
+export type ConfigOf<S> = S extends ConfigSchema<infer T> ? T : never;
+
+/** A clock, injected so tests can control time. */
+export interface Clock {
+  now(): Date;
+}
+
+/** The system clock. */
+export const systemClock: Clock = { now: () => new Date() };
+
+/** What the caller hands a provider module when building a provider. */
+export interface ProviderDeps {
+  readonly logger?: Logger | undefined;
+  readonly tracer?: Tracer | undefined;
+  readonly meter?: Meter | undefined;
+  readonly clock?: Clock | undefined;
+}
+
+/**
+ * What a provider package exports (as its default export and as
+ * `providerModule`): the operator loads providers by `type` or by package
+ * name through this shape, and a third-party provider plugs in the same way.
+ */
+export interface ProviderModule<Config = unknown, Deps extends ProviderDeps = ProviderDeps> {
+  /** The type name used in providers files (`proxmox`, `kvm2`, `local`). */
+  readonly type: string;
+  /** Validates a config block and fills in its defaults. */
+  readonly configSchema: ConfigSchema<Config>;
+  /** The provider's choices on the contract's axes. */
+  readonly profile: Profile;
+  /**
+   * Builds a provider from a configured name and a validated block. Never
+   * touches the network (contract §1.1).
+   */
+  create(name: string, config: Config, deps: Deps): Provider;
+}
+
+const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Renders config issues as `path: message` lines under `prefix` (e.g. `providers[0].proxmox`). */
+export function formatConfigIssues(issues: readonly ConfigIssue[], prefix = ''): string[] {
+  return issues.map((issue) => {
+    const segs = (issue.path ?? []).map((p) =>
+      typeof p === 'object' && p !== null ? (p as { key: PropertyKey }).key : p,
+    );
+    let path = prefix;
+    for (const s of segs) {
+      path += typeof s === 'number' ? `[${s}]` : path === '' ? String(s) : `.${String(s)}`;
+    }
+    return path === '' ? issue.message : `${path}: ${issue.message}`;
+  });
+}
+
+/** Validates a config block; rejects with every issue, each naming its path. */
+export async function validateConfig<T>(
+  schema: ConfigSchema<T>,
+  input: unknown,
+  prefix = '',
+): Promise<T> {
+  const result = await schema['~standard'].validate(input);
+  if (result.issues !== undefined) {
+    const lines = formatConfigIssues(result.issues, prefix);
+    throw new ConfigError(lines);
+  }
+  return result.value;
+}
+
+/** A config block that does not validate. `problems` has one line per issue, each with its path. */
+export class ConfigError extends Error {
+  readonly code = 'PROVIDER_CONFIG_INVALID';
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`invalid provider config:\n  ${problems.join('\n  ')}`);
+    this.problems = problems;
+  }
+  override get name(): string {
+    return 'ConfigError';
+  }
+}
+
+/**
+ * Builds a ready-to-use provider from a module: checks the name and the
+ * module's shape, validates the config block (rejecting with a
+ * {@link ConfigError} that lists every issue), calls `module.create`, and
+ * wraps the result with {@link observe}. This is how the operator builds
+ * providers, and how a tool author should.
+ */
+export async function createProvider<Config, Deps extends ProviderDeps>(
+  module: ProviderModule<Config, Deps>,
+  name: string,
+  config: unknown,
+  deps: Deps,
+): Promise<Provider> {
+  if (module === null || typeof module !== 'object' || typeof module.create !== 'function') {
+    throw new TypeError('createProvider: module must be a ProviderModule');
+  }
+  if (typeof name !== 'string' || !NAME_RE.test(name)) {
+    throw new ConfigError([
+      `name: "${String(name)}" is not a lowercase DNS label (a-z, 0-9 and "-", at most 63 characters)`,
+    ]);
+  }
+  const problems = profileProblems(module.profile);
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `${module.type}: ${p}`));
+  const valid = await validateConfig(module.configSchema, config, module.type);
+  const provider = module.create(name, valid, deps);
+  if (provider.name !== name) {
+    throw new TypeError(
+      `createProvider: ${module.type} module built a provider named "${provider.name}", not "${name}"`,
+    );
+  }
+  return observe(provider, deps);
+}
+
+/** Throws a Permanent error naming `field` when `value` is not one of `allowed`. */
+export function requireOneOf(
+  provider: string,
+  field: string,
+  value: string | undefined,
+  allowed: readonly string[],
+  where: string,
+): string {
+  if (value === undefined || value === '') {
+    throw new PermanentError({
+      provider,
+      op: 'create',
+      message: `${field} is required; set it to one of ${allowed.join(', ') || '(none configured)'} in ${where}`,
+    });
+  }
+  if (!allowed.includes(value)) {
+    throw new PermanentError({
+      provider,
+      op: 'create',
+      message: `${field} "${value}" is not in ${where}; use one of ${allowed.join(', ') || '(none configured)'}`,
+    });
+  }
+  return value;
+}

@@ -1,0 +1,119 @@
+/**
+ * The profile: the provider's choice on each of the contract's nineteen
+ * axes, exported as data so documentation and the conformance kit can read
+ * it. Axes are numbered as in the contract (§4.1 to §4.19).
+ *
+ * @module
+ */
+
+/** The nineteen axes and the choices each admits. */
+export interface Profile {
+  /** §4.1 How long until a created instance serves. */
+  readonly readiness: 'immediate' | 'provisioning-window';
+  /** §4.2 Whether `create` returns once submitted or once running. */
+  readonly createReturn: 'submit' | 'blocking';
+  /** §4.3 Whether `delete` waits until everything is gone or returns once accepted. */
+  readonly deleteReturn: 'waits' | 'returns-early';
+  /** §4.4 Where the IP comes from. */
+  readonly ipSource: 'assigned-at-create' | 'discovered';
+  /** §4.5 How the ownership mark is stored. */
+  readonly gcMark: 'native-labels' | 'written-metadata';
+  /** §4.6 Where `createdAt` comes from. */
+  readonly createdAt: 'backend-timestamp' | 'written-at-create';
+  /** §4.7 What `listByTag` does when part of the backend cannot be read. */
+  readonly listPartial: 'single-call' | 'fail-whole' | 'omit-unreachable';
+  /** §4.8 Whether quota or capacity shortages are detected (QuotaExceeded). */
+  readonly quota: 'absent' | 'detected';
+  /** §4.9 How a missing instance is recognised. */
+  readonly notFound: 'status-404' | 'error-code' | 'list-and-miss';
+  /** §4.10 Whether the name is the key or an ID is allocated (deterministically from the UID). */
+  readonly primaryKey: 'name-is-key' | 'allocated-id';
+  /** §4.11 Where Provisioning comes from. */
+  readonly provisioningState: 'native' | 'create-blocks';
+  /** §4.12 Asynchronous work the backend tracks: task handles, locks; empty for none. */
+  readonly asyncOps: readonly ('task-handle' | 'backend-lock')[];
+  /** §4.13 Resources created beside the instance and how they go away. */
+  readonly secondaryResources: 'none' | 'cascade' | 'explicit';
+  /** §4.14 Where credentials come from. */
+  readonly credentials: 'none' | 'mounted-files' | 'environment' | 'workload-identity';
+  /** §4.15 What talks to the backend. */
+  readonly clientKind: 'vendor-sdk' | 'thin-client' | 'rpc-over-ssh' | 'in-process';
+  /** §4.16 How calls are bounded: by the caller's signal only, or by a budget per call kind too. */
+  readonly timeouts: 'signal-only' | 'per-call';
+  /** §4.17 Logging tiers: silent at info, outcomes and calls at debug, detail at trace. */
+  readonly logging: 'tiered';
+  /** §4.18 How child spans per backend call are made. */
+  readonly childSpans: 'transport-wrapper' | 'sdk-instrumentation' | 'span-decorator';
+  /** §4.19 How the provider is tested against a real backend. */
+  readonly backendTest: 'local-peer' | 'integration-env' | 'cluster-e2e' | 'manual-runbook';
+}
+
+/** The axis names in contract order. */
+export const PROFILE_AXES = [
+  'readiness',
+  'createReturn',
+  'deleteReturn',
+  'ipSource',
+  'gcMark',
+  'createdAt',
+  'listPartial',
+  'quota',
+  'notFound',
+  'primaryKey',
+  'provisioningState',
+  'asyncOps',
+  'secondaryResources',
+  'credentials',
+  'clientKind',
+  'timeouts',
+  'logging',
+  'childSpans',
+  'backendTest',
+] as const satisfies readonly (keyof Profile)[];
+
+const CHOICES: { readonly [K in keyof Profile]: readonly string[] } = {
+  readiness: ['immediate', 'provisioning-window'],
+  createReturn: ['submit', 'blocking'],
+  deleteReturn: ['waits', 'returns-early'],
+  ipSource: ['assigned-at-create', 'discovered'],
+  gcMark: ['native-labels', 'written-metadata'],
+  createdAt: ['backend-timestamp', 'written-at-create'],
+  listPartial: ['single-call', 'fail-whole', 'omit-unreachable'],
+  quota: ['absent', 'detected'],
+  notFound: ['status-404', 'error-code', 'list-and-miss'],
+  primaryKey: ['name-is-key', 'allocated-id'],
+  provisioningState: ['native', 'create-blocks'],
+  asyncOps: ['task-handle', 'backend-lock'],
+  secondaryResources: ['none', 'cascade', 'explicit'],
+  credentials: ['none', 'mounted-files', 'environment', 'workload-identity'],
+  clientKind: ['vendor-sdk', 'thin-client', 'rpc-over-ssh', 'in-process'],
+  timeouts: ['signal-only', 'per-call'],
+  logging: ['tiered'],
+  childSpans: ['transport-wrapper', 'sdk-instrumentation', 'span-decorator'],
+  backendTest: ['local-peer', 'integration-env', 'cluster-e2e', 'manual-runbook'],
+};
+
+/**
+ * Checks a profile read from outside TypeScript (a third-party module):
+ * every axis present with an admitted choice. Returns one message per
+ * problem, each naming the axis; empty when the profile is valid.
+ */
+export function profileProblems(profile: unknown): string[] {
+  if (profile === null || typeof profile !== 'object') return ['profile: must be an object'];
+  const p = profile as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const axis of PROFILE_AXES) {
+    const allowed = CHOICES[axis];
+    const value = p[axis];
+    if (axis === 'asyncOps') {
+      if (!Array.isArray(value) || value.some((v) => !allowed.includes(v as string))) {
+        problems.push(
+          `profile.${axis}: must be an array of ${allowed.join(', ')} (empty for none)`,
+        );
+      }
+    } else if (typeof value !== 'string' || !allowed.includes(value)) {
+      problems.push(`profile.${axis}: must be one of ${allowed.join(', ')}`);
+    }
+  }
+  return problems;
+}

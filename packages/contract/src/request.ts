@@ -1,0 +1,57 @@
+import { PermanentError } from './errors.js';
+import { DEFAULT_INSTALLATION, installationProblem } from './marks.js';
+import type { CreateRequest, ListOptions } from './types.js';
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** A create request after {@link checkCreateRequest}: the installation is filled in. */
+export interface CheckedCreateRequest extends CreateRequest {
+  readonly installation: string;
+}
+
+/**
+ * The checks every provider runs on a create request before any backend
+ * call. Wrong types are programmer misuse (TypeError); bad values are
+ * Permanent errors that name the field.
+ */
+export function checkCreateRequest(provider: string, req: CreateRequest): CheckedCreateRequest {
+  if (req === null || typeof req !== 'object') {
+    throw new TypeError('create: request must be an object');
+  }
+  for (const field of ['name', 'namespace', 'uid'] as const) {
+    if (typeof req[field] !== 'string')
+      throw new TypeError(`create: request.${field} must be a string`);
+  }
+  if (!(req.cloudInit instanceof Uint8Array)) {
+    throw new TypeError('create: request.cloudInit must be a Uint8Array');
+  }
+  if (req.placement === null || typeof req.placement !== 'object') {
+    throw new TypeError('create: request.placement must be an object');
+  }
+  const bad = (message: string) => new PermanentError({ provider, op: 'create', message });
+  if (!DNS_LABEL.test(req.name)) {
+    throw bad(
+      `name "${req.name}" is not a lowercase DNS label (a-z, 0-9 and "-", at most 63 characters, starting and ending alphanumeric)`,
+    );
+  }
+  if (req.uid === '') throw bad('uid is empty; pass the owning Proxy UID');
+  if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
+    throw bad(`port ${String(req.port)} is not a TCP port (an integer from 1 to 65535)`);
+  }
+  const installation = req.installation ?? DEFAULT_INSTALLATION;
+  const problem = installationProblem(installation);
+  if (problem !== undefined) throw bad(`installation ${problem}`);
+  return { ...req, installation };
+}
+
+/** The installation `listByTag` lists, checked; TypeError for a wrong type, Permanent for a bad value. */
+export function listInstallation(provider: string, opts: ListOptions | undefined): string {
+  const installation = opts?.installation ?? DEFAULT_INSTALLATION;
+  if (typeof installation !== 'string')
+    throw new TypeError('listByTag: installation must be a string');
+  const problem = installationProblem(installation);
+  if (problem !== undefined) {
+    throw new PermanentError({ provider, op: 'list', message: `installation ${problem}` });
+  }
+  return installation;
+}

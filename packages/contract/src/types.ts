@@ -1,0 +1,125 @@
+import type { CallOptions } from './abort.js';
+
+/** The lifecycle state a provider reports for an instance. */
+export type State = 'Provisioning' | 'Running' | 'Stopped' | 'Terminated';
+
+/** The states, as values. */
+export const State = {
+  /** Being created or booting; not serving yet. */
+  Provisioning: 'Provisioning',
+  /** Serving: always reported together with a routable IPv4 address. */
+  Running: 'Running',
+  /** Exists but does not run (or the backend state is unknown). */
+  Stopped: 'Stopped',
+  /** Finished for good; will not run again. */
+  Terminated: 'Terminated',
+} as const satisfies Record<State, State>;
+
+/**
+ * Where and on what an instance runs. Each provider documents which fields
+ * it uses, which are required, and which it ignores.
+ */
+export interface Placement {
+  readonly region?: string | undefined;
+  readonly zone?: string | undefined;
+  readonly machineType?: string | undefined;
+  readonly image?: string | undefined;
+}
+
+/** What `create` is asked to make. */
+export interface CreateRequest {
+  /** The instance name: a lowercase DNS label of at most 63 characters. */
+  readonly name: string;
+  /** The namespace of the Proxy that asks (informational for most providers). */
+  readonly namespace: string;
+  /** The Proxy's UID, written into the ownership mark. */
+  readonly uid: string;
+  /** The TCP port the proxy listens on. */
+  readonly port: number;
+  /** The cloud-init user data, passed byte for byte; never logged. */
+  readonly cloudInit: Uint8Array;
+  readonly placement: Placement;
+  /**
+   * The installation that owns the instance (see {@link DEFAULT_INSTALLATION}).
+   * Omitted means the default installation.
+   */
+  readonly installation?: string | undefined;
+}
+
+/** An instance as the backend reports it. */
+export interface Instance {
+  /** The provider ID: opaque to callers, parsed strictly by the provider. */
+  readonly id: string;
+  /** The UID from the ownership mark; empty when the mark has none. */
+  readonly uid: string;
+  /** Absent in `listByTag` results of providers that do not read state there. */
+  readonly state?: State | undefined;
+  /** A routable IPv4 address; always present when `state` is Running. */
+  readonly ip?: string | undefined;
+  /** When the instance was created, read back from the backend; epoch 0 when unreadable. */
+  readonly createdAt: Date;
+  /** The installation from the mark, when the provider read it. */
+  readonly installation?: string | undefined;
+}
+
+/** Options of `listByTag`. */
+export interface ListOptions extends CallOptions {
+  /** Whose instances to list; omitted means the default installation. */
+  readonly installation?: string | undefined;
+}
+
+/** The shared Checker reasons. Providers add their own. */
+export const Reason = {
+  Reachable: 'Reachable',
+  Timeout: 'Timeout',
+  Unreachable: 'Unreachable',
+  Unauthorized: 'Unauthorized',
+  Forbidden: 'Forbidden',
+  APIError: 'APIError',
+} as const;
+
+/** A shared reason, or a provider's own. */
+export type Reason = (typeof Reason)[keyof typeof Reason] | (string & {});
+
+/** One Checker answer for one target (host, node, project, API server). */
+export interface TargetResult {
+  readonly target: string;
+  readonly address: string;
+  readonly ready: boolean;
+  readonly reason: Reason;
+  readonly message: string;
+  /** Facts gathered as far as the check got. Never a secret. */
+  readonly details: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** A backend health check. */
+export interface Checker {
+  /**
+   * One result per target, in config order, checked concurrently. When the
+   * signal fires, every target still running answers `Timeout` promptly.
+   */
+  check(opts?: CallOptions): Promise<TargetResult[]>;
+}
+
+/**
+ * A provider: creates, reads, deletes and lists proxy instances on one
+ * backend. Every method is safe to call concurrently and takes a signal.
+ */
+export interface Provider {
+  /** The configured name (used in errors, logs and spans). */
+  readonly name: string;
+  /** The provider type (`proxmox`, `kvm2`, `local`, ...). */
+  readonly type: string;
+  /** Idempotent; resolves with the provider ID. Never rejects with NotFound. */
+  create(req: CreateRequest, opts?: CallOptions): Promise<string>;
+  /** Reads the instance back from the backend. Gone is NotFound. */
+  get(id: string, opts?: CallOptions): Promise<Instance>;
+  /** Idempotent; deleting what is gone succeeds. */
+  delete(id: string, opts?: CallOptions): Promise<void>;
+  /** Every instance with this installation's managed mark. */
+  listByTag(opts?: ListOptions): Promise<Instance[]>;
+  /** The health check, when the provider has one. */
+  check?(opts?: CallOptions): Promise<TargetResult[]>;
+  /** Releases connections and timers. Safe to call twice. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,89 @@
+// Peer: none (pure functions).
+import { describe, expect, it } from 'vitest';
+import {
+  adoptionProblem,
+  belongsTo,
+  DEFAULT_INSTALLATION,
+  formatMark,
+  formatMarkTime,
+  installationProblem,
+  MarkKey,
+  parseMark,
+  parseMarkTime,
+} from '../src/index.js';
+
+describe('marks', () => {
+  it('keeps the keys of the Go original so its instances are recognised', () => {
+    expect(MarkKey.Managed).toBe('proxy-operator-managed');
+    expect(MarkKey.Uid).toBe('proxy-operator-uid');
+    expect(MarkKey.CreatedAt).toBe('proxy-operator-created-at');
+    expect(MarkKey.Installation).toBe('proxy-operator-installation');
+  });
+
+  it('round-trips through key/value pairs', () => {
+    const mark = { uid: 'u-1', createdAt: new Date('2026-11-29T10:00:00Z'), installation: 'blue' };
+    const kv = formatMark(mark);
+    expect(kv).toEqual({
+      'proxy-operator-managed': 'true',
+      'proxy-operator-uid': 'u-1',
+      'proxy-operator-created-at': '2026-11-29T10:00:00Z',
+      'proxy-operator-installation': 'blue',
+    });
+    expect(parseMark(kv)).toEqual(mark);
+  });
+
+  it('is absent without the managed key set to "true"', () => {
+    expect(parseMark({})).toBeUndefined();
+    expect(
+      parseMark({ 'proxy-operator-managed': 'yes', 'proxy-operator-uid': 'u' }),
+    ).toBeUndefined();
+  });
+
+  it('reads a Go-original mark (no installation) as the default installation, empty UID allowed', () => {
+    const m = parseMark({ 'proxy-operator-managed': 'true' });
+    expect(m).toEqual({ uid: '', createdAt: new Date(0), installation: DEFAULT_INSTALLATION });
+    expect(belongsTo(m!)).toBe(true);
+    expect(belongsTo(m!, 'blue')).toBe(false);
+  });
+
+  it('an unparsable time reads as epoch 0', () => {
+    expect(parseMarkTime('yesterday').getTime()).toBe(0);
+    expect(parseMarkTime(undefined).getTime()).toBe(0);
+    expect(formatMarkTime(new Date('2026-01-02T03:04:05.678Z'))).toBe('2026-01-02T03:04:05Z');
+  });
+
+  it.each([
+    ['no mark', undefined, 'u', undefined, /no proxy-op ownership mark/],
+    ['same uid', { uid: 'u' }, 'u', undefined, undefined],
+    ['empty uid', { uid: '' }, 'u', undefined, undefined],
+    ['other uid', { uid: 'v' }, 'u', undefined, /UID v, not u/],
+    [
+      'other installation',
+      { uid: 'u', installation: 'blue' },
+      'u',
+      undefined,
+      /installation "blue"/,
+    ],
+    ['named installation', { uid: 'u', installation: 'blue' }, 'u', 'blue', undefined],
+  ] as const)('adoption: %s', (_, partial, uid, installation, want) => {
+    const mark =
+      partial === undefined
+        ? undefined
+        : {
+            uid: partial.uid,
+            createdAt: new Date(0),
+            installation: 'installation' in partial ? partial.installation : DEFAULT_INSTALLATION,
+          };
+    const problem = adoptionProblem(mark, { uid, installation });
+    if (want === undefined) expect(problem).toBeUndefined();
+    else expect(problem).toMatch(want);
+  });
+
+  it('validates installation ids as DNS labels', () => {
+    expect(installationProblem('default')).toBeUndefined();
+    expect(installationProblem('team-a1')).toBeUndefined();
+    expect(installationProblem('Team')).toMatch(/lowercase DNS label/);
+    expect(installationProblem('-a')).toMatch(/lowercase DNS label/);
+    expect(installationProblem('a'.repeat(64))).toMatch(/at most 63/);
+  });
+});

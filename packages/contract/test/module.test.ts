@@ -1,0 +1,164 @@
+// Peer: none (in-process); the logger test uses the real pino.
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  type ConfigSchema,
+  createProvider,
+  formatConfigIssues,
+  type Logger,
+  PROFILE_AXES,
+  type Profile,
+  type ProviderModule,
+  profileProblems,
+  silentLogger,
+  validateConfig,
+} from '../src/index.js';
+
+const profile: Profile = {
+  readiness: 'immediate',
+  createReturn: 'blocking',
+  deleteReturn: 'waits',
+  ipSource: 'assigned-at-create',
+  gcMark: 'written-metadata',
+  createdAt: 'written-at-create',
+  listPartial: 'single-call',
+  quota: 'absent',
+  notFound: 'list-and-miss',
+  primaryKey: 'name-is-key',
+  provisioningState: 'native',
+  asyncOps: [],
+  secondaryResources: 'none',
+  credentials: 'none',
+  clientKind: 'in-process',
+  timeouts: 'signal-only',
+  logging: 'tiered',
+  childSpans: 'span-decorator',
+  backendTest: 'local-peer',
+};
+
+const schema: ConfigSchema<{ size: number }> = {
+  '~standard': {
+    version: 1,
+    vendor: 'test',
+    validate(v) {
+      const o = (v ?? {}) as { size?: unknown; hosts?: unknown };
+      const issues = [];
+      if (o.size !== undefined && typeof o.size !== 'number') {
+        issues.push({ message: 'must be a number', path: ['size'] });
+      }
+      if (o.hosts !== undefined)
+        issues.push({ message: 'unknown field', path: [{ key: 'hosts' }, 0] });
+      return issues.length > 0 ? { issues } : { value: { size: (o.size as number) ?? 10 } };
+    },
+  },
+};
+
+const mod: ProviderModule<{ size: number }> = {
+  type: 'fake',
+  configSchema: schema,
+  profile,
+  create: (name) => ({
+    name,
+    type: 'fake',
+    create: async () => 'id',
+    get: async (id) => ({ id, uid: '', createdAt: new Date(0) }),
+    delete: async () => {},
+    listByTag: async () => [],
+  }),
+};
+
+describe('profile', () => {
+  it('has the nineteen axes of contract §4', () => {
+    expect(PROFILE_AXES).toHaveLength(19);
+    expect(profileProblems(profile)).toEqual([]);
+  });
+
+  it('names each bad axis', () => {
+    expect(profileProblems({ ...profile, readiness: 'soon', asyncOps: 'none' })).toEqual([
+      'profile.readiness: must be one of immediate, provisioning-window',
+      'profile.asyncOps: must be an array of task-handle, backend-lock (empty for none)',
+    ]);
+    expect(profileProblems(null)).toEqual(['profile: must be an object']);
+  });
+});
+
+describe('config', () => {
+  it('formats issue paths', () => {
+    expect(
+      formatConfigIssues(
+        [
+          { message: 'm1', path: ['hosts', 2, 'name'] },
+          { message: 'm2' },
+          { message: 'm3', path: [{ key: 'a' }] },
+        ],
+        'providers[0].kvm2',
+      ),
+    ).toEqual([
+      'providers[0].kvm2.hosts[2].name: m1',
+      'providers[0].kvm2: m2',
+      'providers[0].kvm2.a: m3',
+    ]);
+  });
+
+  it('validateConfig fills defaults or throws every issue', async () => {
+    await expect(validateConfig(schema, {})).resolves.toEqual({ size: 10 });
+    const err = await validateConfig(schema, { size: 'x', hosts: [] }, 'fake').catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      'fake.size: must be a number',
+      'fake.hosts[0]: unknown field',
+    ]);
+    expect((err as ConfigError).code).toBe('PROVIDER_CONFIG_INVALID');
+  });
+});
+
+describe('createProvider', () => {
+  it('validates, builds and observes', async () => {
+    const p = await createProvider(mod, 'fake-a', { size: 3 }, {});
+    expect(p.name).toBe('fake-a');
+    await expect(p.create({} as never)).resolves.toBe('id');
+  });
+
+  it('rejects a bad name, a bad block and a bad profile, naming each', async () => {
+    await expect(createProvider(mod, 'Fake_A', {}, {})).rejects.toThrow(/name: "Fake_A"/);
+    await expect(createProvider(mod, 'fake-a', { size: 'x' }, {})).rejects.toThrow(
+      /fake.size: must be a number/,
+    );
+    await expect(
+      createProvider(
+        { ...mod, profile: { ...profile, logging: 'none' } as never },
+        'fake-a',
+        {},
+        {},
+      ),
+    ).rejects.toThrow(/fake: profile.logging/);
+    await expect(createProvider(null as never, 'a', {}, {})).rejects.toThrow(TypeError);
+  });
+});
+
+describe('Logger', () => {
+  it('is satisfied by pino and by the silent logger', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    });
+    const logger: Logger = pino({ level: 'debug' }, sink);
+    logger.child({ provider: 'p' }).debug({ op: 'get' }, 'provider get succeeded');
+    logger.info('plain message');
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+      provider: 'p',
+      op: 'get',
+      msg: 'provider get succeeded',
+    });
+    const s: Logger = silentLogger;
+    expect(s.child({}).debug('x')).toBeUndefined();
+  });
+});

@@ -1,0 +1,58 @@
+// Peer: none (pure functions).
+import { describe, expect, it } from 'vitest';
+import {
+  type CreateRequest,
+  checkCreateRequest,
+  isPermanent,
+  listInstallation,
+} from '../src/index.js';
+
+const ok: CreateRequest = {
+  name: 'proxy-a',
+  namespace: 'ns',
+  uid: 'u1',
+  port: 3128,
+  cloudInit: new Uint8Array(),
+  placement: {},
+};
+
+function permanentMessage(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    expect(isPermanent(e)).toBe(true);
+    return (e as Error).message;
+  }
+  throw new Error('did not throw');
+}
+
+describe('checkCreateRequest', () => {
+  it('fills in the default installation', () => {
+    expect(checkCreateRequest('p', ok).installation).toBe('default');
+    expect(checkCreateRequest('p', { ...ok, installation: 'blue' }).installation).toBe('blue');
+  });
+
+  it.each([
+    [{ name: 'Proxy' }, /name "Proxy"/],
+    [{ name: 'a'.repeat(64) }, /at most 63/],
+    [{ uid: '' }, /uid is empty/],
+    [{ port: 0 }, /port 0/],
+    [{ port: 70000 }, /port 70000/],
+    [{ port: 1.5 }, /port 1.5/],
+    [{ installation: 'Blue' }, /installation "Blue"/],
+  ])('rejects %j as Permanent naming the field', (patch, want) => {
+    expect(permanentMessage(() => checkCreateRequest('p', { ...ok, ...patch }))).toMatch(want);
+  });
+
+  it('wrong types are misuse (TypeError)', () => {
+    expect(() => checkCreateRequest('p', null as never)).toThrow(TypeError);
+    expect(() => checkCreateRequest('p', { ...ok, cloudInit: 'x' as never })).toThrow(TypeError);
+    expect(() => checkCreateRequest('p', { ...ok, name: 3 as never })).toThrow(TypeError);
+  });
+
+  it('listInstallation checks the installation', () => {
+    expect(listInstallation('p', undefined)).toBe('default');
+    expect(listInstallation('p', { installation: 'x' })).toBe('x');
+    expect(permanentMessage(() => listInstallation('p', { installation: 'X' }))).toMatch(/X/);
+  });
+});
