@@ -1,0 +1,36 @@
+/**
+ * The proxy-op provider conformance kit.
+ *
+ * @packageDocumentation
+ */
+export type { ConformanceTestApi } from './api.js';
+export type {
+  BackendHarness,
+  CheckScenario,
+  ClassifyCase,
+  ConformanceFactory,
+  ConformanceFixture,
+  ForcedState,
+  Gate,
+} from './harness.js';
+export {
+  describeAdoptionConformance,
+  describeCancellationConformance,
+  describeCheckerConformance,
+  describeCreateConformance,
+  describeDeleteConformance,
+  describeErrorConformance,
+  describeGetConformance,
+  describeListConformance,
+  describeObservabilityConformance,
+} from './sections.js';
+export { describeProviderConformance } from './suite.js';
+export type { ConformanceOptions, TestContext } from './support.js';
+export {
+  type ConformanceDeps,
+  createLogSink,
+  createSpanRecorder,
+  type LogLine,
+  type LogSink,
+  type SpanRecorder,
+} from './telemetry.js';

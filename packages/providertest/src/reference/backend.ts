@@ -1,0 +1,242 @@
+/**
+ * The reference provider's backend: an in-memory hypervisor with the
+ * behaviours real ones have (locks, deletes that take time, unknown states,
+ * refused credentials, calls that hang), reached only through the seam
+ * {@link MemorySeam}.
+ */
+
+/** A failure as the in-memory backend reports it: a code and a body. */
+export class BackendError extends Error {
+  constructor(
+    readonly status:
+      | 'NO_SUCH_VM'
+      | 'VM_EXISTS'
+      | 'LOCKED'
+      | 'UNREACHABLE'
+      | 'UNAUTHORIZED'
+      | 'FORBIDDEN'
+      | 'NO_CAPACITY'
+      | 'INVALID',
+    /** The answer's body, as a careless server would send it: may echo the request. */
+    readonly body: string,
+  ) {
+    super(`${status}: ${body}`);
+  }
+  override get name(): string {
+    return 'BackendError';
+  }
+}
+
+/** A VM as the backend stores it. */
+export interface VmRecord {
+  readonly name: string;
+  /** `defined` = created, never started. `unknown` = a state the provider has no mapping for. */
+  readonly status: 'defined' | 'running' | 'stopped' | 'terminated' | 'unknown';
+  readonly ip?: string | undefined;
+  /** Key/value metadata, written in the same call that defines the VM. */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Set while a task or lock holds the VM. */
+  readonly lock?: string | undefined;
+  readonly userDataBytes: number;
+}
+
+/** The backend calls the reference provider makes; one method per call, each taking a signal. */
+export interface MemorySeam {
+  ping(target: string, signal?: AbortSignal): Promise<{ version: string }>;
+  lookup(name: string, signal?: AbortSignal): Promise<VmRecord | undefined>;
+  define(
+    name: string,
+    metadata: Readonly<Record<string, string>>,
+    userData: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<void>;
+  start(name: string, signal?: AbortSignal): Promise<void>;
+  stop(name: string, signal?: AbortSignal): Promise<void>;
+  destroy(name: string, signal?: AbortSignal): Promise<void>;
+  list(signal?: AbortSignal): Promise<VmRecord[]>;
+}
+
+interface Gate {
+  readonly reached: Promise<void>;
+  release(): void;
+}
+
+function gate(): Gate & { hit(): void; readonly open: Promise<void> } {
+  let hit!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((r) => {
+    hit = r;
+  });
+  const open = new Promise<void>((r) => {
+    release = r;
+  });
+  return { reached, open, hit, release };
+}
+
+/**
+ * The in-memory backend and its controls. The seam methods are what the
+ * provider may call; everything else is for the harness.
+ */
+export class MemoryBackend {
+  readonly vms = new Map<string, VmRecord>();
+  /** Every seam call, in order. */
+  readonly calls: string[] = [];
+  /** The credential the backend accepts. */
+  readonly token: string;
+  private presented: string;
+  private unreachable = new Set<string>();
+  private delays = new Map<string, number>();
+  private blocker: { skip: number; gate: ReturnType<typeof gate> } | undefined;
+  private deleteHolds = new Map<string, ReturnType<typeof gate>>();
+  private nextIp = 10;
+
+  constructor(opts: { token: string; presentedToken?: string }) {
+    this.token = opts.token;
+    this.presented = opts.presentedToken ?? opts.token;
+  }
+
+  /** The seam over this backend, as the provider sees it. */
+  seam(): MemorySeam {
+    return {
+      ping: (target, signal) =>
+        this.call('ping', signal, async () => {
+          const delay = this.delays.get(target);
+          if (delay !== undefined)
+            await abortable(new Promise((r) => setTimeout(r, delay)), signal);
+          if (this.unreachable.has(target) || this.unreachable.has('*')) {
+            throw new BackendError('UNREACHABLE', `connect ECONNREFUSED ${target}`);
+          }
+          return { version: 'memory/1.0' };
+        }),
+      lookup: (name, signal) => this.call('lookup', signal, () => this.vms.get(name)),
+      define: (name, metadata, userData, signal) =>
+        this.call('define', signal, () => {
+          if (this.vms.has(name)) throw new BackendError('VM_EXISTS', `VM ${name} already exists`);
+          this.vms.set(name, {
+            name,
+            status: 'defined',
+            metadata: { ...metadata },
+            userDataBytes: userData.byteLength,
+          });
+        }),
+      start: (name, signal) =>
+        this.call('start', signal, () => {
+          const vm = this.mustGet(name);
+          if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
+          this.vms.set(name, { ...vm, status: 'running', ip: `10.0.0.${this.nextIp++}` });
+        }),
+      stop: (name, signal) =>
+        this.call('stop', signal, () => {
+          const vm = this.mustGet(name);
+          const { ip: _ip, ...rest } = vm;
+          this.vms.set(name, { ...rest, status: 'stopped' });
+        }),
+      destroy: async (name, signal) => {
+        const hold = this.deleteHolds.get(name);
+        await this.call('destroy', signal, async () => {
+          const vm = this.mustGet(name);
+          if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
+          if (hold !== undefined) {
+            this.deleteHolds.delete(name);
+            hold.hit();
+            await hold.open;
+          }
+          this.vms.delete(name);
+        });
+      },
+      list: (signal) => this.call('list', signal, () => [...this.vms.values()]),
+    };
+  }
+
+  private mustGet(name: string): VmRecord {
+    const vm = this.vms.get(name);
+    if (vm === undefined) throw new BackendError('NO_SUCH_VM', `VM ${name} does not exist`);
+    return vm;
+  }
+
+  private async call<T>(
+    what: string,
+    signal: AbortSignal | undefined,
+    fn: () => T | Promise<T>,
+  ): Promise<T> {
+    this.calls.push(what);
+    if (this.presented !== this.token) {
+      throw new BackendError('UNAUTHORIZED', `invalid token '${this.presented}'`);
+    }
+    const b = this.blocker;
+    if (b !== undefined) {
+      if (b.skip > 0) b.skip--;
+      else {
+        b.gate.hit();
+        await abortable(b.gate.open, signal);
+      }
+    }
+    await Promise.resolve();
+    if (signal?.aborted) throw signal.reason;
+    return fn();
+  }
+
+  // ---- controls for the harness ----
+
+  /** Blocks calls after the next `skip` until released. */
+  blockCalls(skip: number): Gate {
+    const g = gate();
+    this.blocker = { skip, gate: g };
+    return {
+      reached: g.reached,
+      release: () => {
+        if (this.blocker?.gate === g) this.blocker = undefined;
+        g.release();
+      },
+    };
+  }
+
+  /** The next destroy of `name` stops half-way until released. */
+  holdNextDelete(name: string): Gate {
+    const g = gate();
+    this.deleteHolds.set(name, g);
+    return { reached: g.reached, release: () => g.release() };
+  }
+
+  /** Makes `target` answer pings `ms` later. */
+  delayTarget(target: string, ms: number): void {
+    this.delays.set(target, ms);
+  }
+
+  setUnreachable(target: string): void {
+    this.unreachable.add(target);
+  }
+
+  presentToken(token: string): void {
+    this.presented = token;
+  }
+
+  update(name: string, patch: Partial<VmRecord>): void {
+    const vm = this.mustGet(name);
+    this.vms.set(name, { ...vm, ...patch });
+  }
+
+  plant(vm: VmRecord): void {
+    this.vms.set(vm.name, vm);
+  }
+}
+
+/** Waits for `p`, or rejects with the signal's reason when it fires first. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
