@@ -4,10 +4,10 @@ import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import type { Logger } from '../src/index.js';
 
 class TestReader extends MetricReader {
@@ -19,8 +19,8 @@ export function telemetry() {
   context.disable();
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  const tracerProvider = new TracerProvider({
+    spanProcessors: [new SimpleSpanProcessor({ exporter })],
   });
   const reader = new TestReader();
   const meterProvider = new MeterProvider({ readers: [reader] });

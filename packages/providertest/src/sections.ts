@@ -1,6 +1,7 @@
 import { isIPv4 } from 'node:net';
 import { type ErrorClass, SpanName } from '@proxy-op/contract';
 import {
+  abortWhileBlocked,
   type ConformanceOptions,
   classOf,
   collect,
@@ -73,16 +74,11 @@ export function describeCreateConformance(opts: ConformanceOptions): void {
       const foreign = t.request({ cloudInit });
       await t.harness.plantMarked(foreign.name, { uid: 'someone-else', installation: 'default' });
       await collect(errors, t.provider.create(foreign));
-      const gate = t.harness.blockCalls(0);
-      const ac = new AbortController();
-      const p = t.provider.create(t.request({ cloudInit }), { signal: ac.signal });
-      p.catch(() => {});
-      await within(gate.reached, 5000);
-      ac.abort();
-      const cancelled = await settleWithin(p, t.promptMs);
-      gate.release();
+      const cancelled = await abortWhileBlocked(t, 0, 'create', (signal) =>
+        t.provider.create(t.request({ cloudInit }), { signal }),
+      );
       if (cancelled.state === 'rejected') errors.push(cancelled.error);
-      else await collect(errors, p);
+      else await collect(errors, cancelled.promise);
       await t.provider.delete(id);
       expect(errors.length).toBeGreaterThan(0);
       for (const err of errors) expect(everythingIn(err)).not.toContain(secret);
@@ -348,21 +344,9 @@ export function describeCancellationConformance(opts: ConformanceOptions): void 
         expect(pre.state, `${m} with an already-fired signal`).toBe('rejected');
         if (pre.state === 'rejected') expect(classOf(pre.error)).toBe('Transient');
 
-        const gate = t.harness.blockCalls(0);
-        const ac = new AbortController();
-        try {
-          const p = call(t, m, ac.signal, id);
-          p.catch(() => {});
-          expect(await within(gate.reached, 10_000), `${m} reached its first backend call`).toBe(
-            true,
-          );
-          ac.abort();
-          const r = await settleWithin(p, t.promptMs);
-          expect(r.state, `${m} settled within ${t.promptMs} ms of the abort`).toBe('rejected');
-          if (r.state === 'rejected') expect(classOf(r.error)).toBe('Transient');
-        } finally {
-          gate.release();
-        }
+        const r = await abortWhileBlocked(t, 0, m, (signal) => call(t, m, signal, id));
+        expect(r.state, `${m} settled within ${t.promptMs} ms of the abort`).toBe('rejected');
+        if (r.state === 'rejected') expect(classOf(r.error)).toBe('Transient');
         expect((await t.provider.get(id)).id, 'the provider still works').toBe(id);
       });
     }
@@ -371,24 +355,11 @@ export function describeCancellationConformance(opts: ConformanceOptions): void 
       test(opts, `a cancelled signal returns promptly from ${m} mid-operation`, async (t) => {
         const req = t.request();
         const id = m === 'delete' ? await t.provider.create(req) : '';
-        const gate = t.harness.blockCalls(1);
-        const ac = new AbortController();
-        try {
-          const p: Promise<unknown> =
-            m === 'create'
-              ? t.provider.create(req, { signal: ac.signal })
-              : t.provider.delete(id, { signal: ac.signal });
-          p.catch(() => {});
-          expect(await within(gate.reached, 10_000), `${m} reached its second backend call`).toBe(
-            true,
-          );
-          ac.abort();
-          const r = await settleWithin(p, t.promptMs);
-          expect(r.state, `${m} settled within ${t.promptMs} ms of the abort`).toBe('rejected');
-          if (r.state === 'rejected') expect(classOf(r.error)).toBe('Transient');
-        } finally {
-          gate.release();
-        }
+        const r = await abortWhileBlocked<unknown>(t, 1, m, (signal) =>
+          m === 'create' ? t.provider.create(req, { signal }) : t.provider.delete(id, { signal }),
+        );
+        expect(r.state, `${m} settled within ${t.promptMs} ms of the abort`).toBe('rejected');
+        if (r.state === 'rejected') expect(classOf(r.error)).toBe('Transient');
         if (m === 'create') {
           const again = await t.provider.create(req);
           expect((await t.provider.get(again)).uid).toBe(req.uid);
@@ -401,21 +372,13 @@ export function describeCancellationConformance(opts: ConformanceOptions): void 
 
     test(opts, 'cancelling one call leaves another in flight unharmed', async (t) => {
       const id = await t.provider.create(t.request());
-      const gate = t.harness.blockCalls(0);
-      const ac = new AbortController();
       let other: Promise<unknown> = Promise.resolve();
-      try {
-        const cancelled = t.provider.get(id, { signal: ac.signal });
-        cancelled.catch(() => {});
+      const r = await abortWhileBlocked(t, 0, 'get', (signal) => {
         other = t.provider.get(id);
         other.catch(() => {});
-        expect(await within(gate.reached, 10_000)).toBe(true);
-        ac.abort();
-        const r = await settleWithin(cancelled, t.promptMs);
-        expect(r.state).toBe('rejected');
-      } finally {
-        gate.release();
-      }
+        return t.provider.get(id, { signal });
+      });
+      expect(r.state, 'the cancelled call settles').toBe('rejected');
       const r2 = await settleWithin(other, 10_000);
       expect(r2.state, 'the other call completes').toBe('resolved');
     });
@@ -534,24 +497,14 @@ export function describeCheckerConformance(opts: ConformanceOptions): void {
       if (pre.state === 'resolved') {
         expect(pre.value.map((r) => r.reason)).toEqual(targets.map(() => 'Timeout'));
       }
-      const gate = t.harness.blockCalls(0);
-      const ac = new AbortController();
-      try {
-        const p = t.provider.check!({ signal: ac.signal });
-        p.catch(() => {});
-        expect(await within(gate.reached, 10_000)).toBe(true);
-        ac.abort();
-        const r = await settleWithin(p, t.promptMs);
-        expect(r.state, `check settled within ${t.promptMs} ms`).toBe('resolved');
-        if (r.state === 'resolved') {
-          expect(r.value.map((x) => x.target)).toEqual(targets);
-          for (const x of r.value) {
-            expect(x.reason).toBe('Timeout');
-            expect(x.ready).toBe(false);
-          }
+      const r = await abortWhileBlocked(t, 0, 'check', (signal) => t.provider.check!({ signal }));
+      expect(r.state, `check settled within ${t.promptMs} ms`).toBe('resolved');
+      if (r.state === 'resolved') {
+        expect(r.value.map((x) => x.target)).toEqual(targets);
+        for (const x of r.value) {
+          expect(x.reason).toBe('Timeout');
+          expect(x.ready).toBe(false);
         }
-      } finally {
-        gate.release();
       }
     });
   });

@@ -105,14 +105,7 @@ export function classOf(err: unknown): ErrorClass | string {
 }
 
 /** How `p` settled within `ms`, and how long it took. */
-export async function settleWithin<T>(
-  p: Promise<T>,
-  ms: number,
-): Promise<
-  | { state: 'resolved'; value: T; ms: number }
-  | { state: 'rejected'; error: unknown; ms: number }
-  | { state: 'pending'; ms: number }
-> {
+export async function settleWithin<T>(p: Promise<T>, ms: number): Promise<Settled<T>> {
   const t0 = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'pending'>((r) => {
@@ -130,6 +123,41 @@ export async function settleWithin<T>(
     return out === 'pending' ? { state: 'pending', ms: took } : { ...out, ms: took };
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** How a promise settled within a time limit. */
+export type Settled<T> =
+  | { state: 'resolved'; value: T; ms: number }
+  | { state: 'rejected'; error: unknown; ms: number }
+  | { state: 'pending'; ms: number };
+
+/**
+ * Starts `start(signal)` with backend calls held after the first `skip`,
+ * aborts the signal once a call is held, and reports how the call settled
+ * within `promptMs`. The held calls are let go before it returns; `promise`
+ * is the call itself, for a caller that wants its final outcome.
+ */
+export async function abortWhileBlocked<T>(
+  t: TestContext,
+  skip: number,
+  what: string,
+  start: (signal: AbortSignal) => Promise<T>,
+): Promise<Settled<T> & { promise: Promise<T> }> {
+  const gate = t.harness.blockCalls(skip);
+  const ac = new AbortController();
+  try {
+    const promise = start(ac.signal);
+    promise.catch(() => {});
+    if (!(await within(gate.reached, 10_000))) {
+      throw new Error(
+        `${what} never reached backend call ${skip + 1}, where it was to be cancelled`,
+      );
+    }
+    ac.abort();
+    return { ...(await settleWithin(promise, t.promptMs)), promise };
+  } finally {
+    gate.release();
   }
 }
 

@@ -1,11 +1,11 @@
 import { context, type Meter, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   type ReadableSpan,
   SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import type { Logger } from '@proxy-op/contract';
 
 /** One recorded log line. */
@@ -66,7 +66,7 @@ export interface SpanRecorder {
 let contextManagerInstalled = false;
 
 /**
- * Makes a {@link SpanRecorder}: the SDK's BasicTracerProvider with an
+ * Makes a {@link SpanRecorder}: the SDK's TracerProvider with an
  * in-memory exporter. Installs an AsyncLocalStorage context manager globally
  * (once) so spans nest across `await`, as they do in an application with
  * the SDK.
@@ -80,7 +80,7 @@ export function createSpanRecorder(): SpanRecorder {
     contextManagerInstalled = true;
   }
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
   return {
     tracer: provider.getTracer('@proxy-op/providertest'),
     spans: () => exporter.getFinishedSpans(),

@@ -15,21 +15,11 @@ let project: PackedProject;
 beforeAll(async () => {
   project = await packIntoProject({
     packageDirs: [here('../../contract'), here('../../keyedlock'), here('..')],
-    dependencies: { vitest: '5.1.2', vite: '8.4.0', '@opentelemetry/api': '1.9.1' },
+    dependencies: { vitest: '5.1.2', vite: '8.3.8', '@opentelemetry/api': '1.10.0' },
     files: {
       'provider.ts': await example('provider.ts'),
       'conformance.test.ts': await example('conformance.test.ts'),
       'tsconfig.json': await example('tsconfig.json'),
-      'exports.mjs': [
-        "import * as contract from '@proxy-op/contract';",
-        "import * as lock from '@proxy-op/keyedlock';",
-        "import * as kit from '@proxy-op/providertest';",
-        "import * as reference from '@proxy-op/providertest/reference';",
-        'console.log(JSON.stringify({',
-        '  contract: typeof contract.ProviderError, lock: typeof lock.KeyedLock,',
-        '  kit: typeof kit.describeProviderConformance, reference: typeof reference.memoryProviderModule,',
-        '}));',
-      ].join('\n'),
     },
   });
 }, 300_000);
@@ -39,31 +29,6 @@ afterAll(async () => {
 });
 
 describe('packed packages in a project outside the repo', () => {
-  it('hold only what a user needs', async () => {
-    const { stdout } = await project.run('tar', [
-      '-tzf',
-      project.tarballs.get('@proxy-op/providertest') ?? '',
-    ]);
-    const files = stdout.trim().split('\n');
-    expect(files).toContain('package/dist/index.js');
-    expect(files).toContain('package/dist/index.d.ts');
-    expect(files).toContain('package/dist/reference/index.js');
-    expect(files).toContain('package/README.md');
-    expect(
-      files.some((f) => f.includes('/test/') || f.includes('/src/') || f.endsWith('.tsbuildinfo')),
-    ).toBe(false);
-  });
-
-  it('resolve every exports entry', async () => {
-    const { stdout } = await project.run(process.execPath, ['exports.mjs']);
-    expect(JSON.parse(stdout)).toEqual({
-      contract: 'function',
-      lock: 'function',
-      kit: 'function',
-      reference: 'object',
-    });
-  });
-
   it('type-check a provider written against them', async () => {
     await expect(project.run(repoTsc, ['-p', 'tsconfig.json'])).resolves.toBeDefined();
   }, 120_000);

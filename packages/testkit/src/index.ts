@@ -1,9 +1,12 @@
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
 export {
+  parseReadmeExamples,
+  parseReadmeFileBlocks,
   type ReadmeExample,
   type ReadmeFileBlock,
   readmeExamples,
   readmeFileBlocks,
   runReadmeExample,
 } from './readme.js';
+export { describeReadme } from './readme-suite.js';

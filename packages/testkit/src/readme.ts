@@ -23,7 +23,11 @@ const FENCE = /^```(ts|typescript)\s+example\s*$/;
  * Other blocks are documentation only and are not run.
  */
 export async function readmeExamples(readmePath: string): Promise<ReadmeExample[]> {
-  const text = await readFile(readmePath, 'utf8');
+  return parseReadmeExamples(await readFile(readmePath, 'utf8'));
+}
+
+/** {@link readmeExamples} over README text. */
+export function parseReadmeExamples(text: string): ReadmeExample[] {
   const lines = text.split(/\r?\n/);
   const out: ReadmeExample[] = [];
   let heading = '';
@@ -51,7 +55,12 @@ export interface ReadmeFileBlock {
  * (a test checks it), so the README shows code that another test runs.
  */
 export async function readmeFileBlocks(readmePath: string): Promise<ReadmeFileBlock[]> {
-  const lines = (await readFile(readmePath, 'utf8')).split(/\r?\n/);
+  return parseReadmeFileBlocks(await readFile(readmePath, 'utf8'));
+}
+
+/** {@link readmeFileBlocks} over README text. */
+export function parseReadmeFileBlocks(text: string): ReadmeFileBlock[] {
+  const lines = text.split(/\r?\n/);
   const out: ReadmeFileBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
     const m = /^```\w+\s+file=(\S+)\s*$/.exec(lines[i] ?? '');
