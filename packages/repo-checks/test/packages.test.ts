@@ -92,6 +92,7 @@ describe('packed into a project outside the repo', () => {
       packageDirs: published.map((p) => join(root, 'packages', p.dir)),
       dependencies: {
         '@opentelemetry/api': '1.10.0',
+        '@types/node': '24.19.4',
         vitest: '5.1.2',
         vite: '8.3.8',
         ssh2: '1.17.0',
@@ -110,7 +111,7 @@ describe('packed into a project outside the repo', () => {
             strict: true,
             noEmit: true,
             skipLibCheck: false,
-            types: [],
+            types: ['node'],
             lib: ['es2023', 'dom', 'esnext.disposable'],
           },
           files: ['types.ts'],

@@ -1,0 +1,43 @@
+/**
+ * The provider module: what the operator and `createProvider` load.
+ *
+ * @module
+ */
+import type { Profile, ProviderModule } from '@proxy-op/contract';
+import { configSchema, type ProxmoxConfig } from './config.js';
+import { type ProxmoxDeps, ProxmoxProvider } from './provider.js';
+
+/** The provider's choices on the contract's nineteen axes (§4). */
+export const profile: Profile = Object.freeze({
+  readiness: 'provisioning-window',
+  createReturn: 'blocking',
+  deleteReturn: 'waits',
+  ipSource: 'discovered',
+  gcMark: 'written-metadata',
+  createdAt: 'written-at-create',
+  listPartial: 'fail-whole',
+  quota: 'absent',
+  notFound: 'error-code',
+  primaryKey: 'allocated-id',
+  provisioningState: 'create-blocks',
+  asyncOps: Object.freeze(['task-handle', 'backend-lock'] as const),
+  secondaryResources: 'explicit',
+  credentials: 'mounted-files',
+  clientKind: 'thin-client',
+  timeouts: 'per-call',
+  logging: 'tiered',
+  childSpans: 'transport-wrapper',
+  backendTest: 'integration-env',
+});
+
+/**
+ * The Proxmox VE provider module, type `proxmox`. Build a provider with
+ * `createProvider(providerModule, name, config, deps)`.
+ */
+export const providerModule: ProviderModule<ProxmoxConfig, ProxmoxDeps> = Object.freeze({
+  type: 'proxmox',
+  configSchema,
+  profile,
+  create: (name: string, config: ProxmoxConfig, deps: ProxmoxDeps) =>
+    new ProxmoxProvider(name, config, deps),
+});

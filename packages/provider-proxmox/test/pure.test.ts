@@ -1,0 +1,269 @@
+// Peer: none; pure functions (IDs, VMIDs, marks, disks, state mapping, config, classify).
+import { ConfigError, errorClassOf, validateConfig } from '@proxy-op/contract';
+import { describe, expect, it } from 'vitest';
+import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, CONFIG_EXISTS_RE } from '../src/classify.js';
+import { cloudInitDrives, diskSizeBytes } from '../src/disk.js';
+import {
+  bootDisk,
+  classify,
+  configSchema,
+  firstRoutableIPv4,
+  fnv1a64,
+  formatDescription,
+  mapStatus,
+  parseDescription,
+  parseId,
+  profile,
+  providerModule,
+  rewriteNet0,
+  vmidFor,
+} from '../src/index.js';
+import { CLASSIFY_CASES } from './support/fixture.js';
+import { type PveError, PveModel } from './support/pve-model.js';
+
+describe('IDs', () => {
+  it('parseId: refuses malformed IDs as Permanent', () => {
+    expect(parseId('p', 'get', 'vms/100123/proxy-a')).toEqual({ vmid: 100123, name: 'proxy-a' });
+    expect(parseId('p', 'get', 'vms/999999999/x')).toEqual({ vmid: 999999999, name: 'x' });
+    const bad = [
+      '',
+      'vms',
+      'vms/100',
+      'vms/100/',
+      'vms//x',
+      'vms/99/x',
+      'vms/0100/x',
+      'vms/1000000000/x',
+      'vms/12a/x',
+      'VMS/100/x',
+      'vms/100/x/y',
+      '/vms/100/x',
+      'vms/100/x/',
+      '../../etc/passwd',
+    ];
+    for (const id of bad) {
+      let err: unknown;
+      try {
+        parseId('p', 'get', id);
+      } catch (e) {
+        err = e;
+      }
+      expect(errorClassOf(err), id).toBe('Permanent');
+    }
+  });
+});
+
+describe('VMIDs', () => {
+  it('fnv1a64: matches the published test vectors', () => {
+    expect(fnv1a64('')).toBe(0xcbf29ce484222325n);
+    expect(fnv1a64('a')).toBe(0xaf63dc4c8601ec8cn);
+    expect(fnv1a64('foobar')).toBe(0x85944171f73967e8n);
+  });
+
+  it('vmidFor: deterministic, inside the range, stepping forward and wrapping', () => {
+    const range = { min: 100_000, max: 199_999 };
+    const uid = '6c1d5f0e-2b7a-4c0e-9d43-1f0a5e2b9c11';
+    const v0 = vmidFor(uid, 0, range);
+    expect(vmidFor(uid, 0, range)).toBe(v0);
+    expect(v0).toBe(100_000 + Number(fnv1a64(uid) % 100_000n));
+    expect(v0).toBeGreaterThanOrEqual(range.min);
+    expect(v0).toBeLessThanOrEqual(range.max);
+    expect(vmidFor(uid, 1, range)).toBe(v0 === range.max ? range.min : v0 + 1);
+    const small = { min: 100, max: 101 };
+    expect(new Set([0, 1, 2, 3].map((a) => vmidFor(uid, a, small)))).toEqual(new Set([100, 101]));
+  });
+});
+
+describe('marks', () => {
+  it('the description mark round-trips and tolerates CRLF, blanks and admin lines', () => {
+    const mark = {
+      uid: 'u-1',
+      createdAt: new Date('2026-09-23T10:00:00Z'),
+      installation: 'inst-a',
+    };
+    const text = formatDescription(mark);
+    expect(text).toBe(
+      'proxy-operator-managed=true\nproxy-operator-uid=u-1\nproxy-operator-created-at=2026-09-23T10:00:00Z\nproxy-operator-installation=inst-a\n',
+    );
+    expect(parseDescription(text)).toEqual(mark);
+    expect(parseDescription(`note: hi\r\n\r\n${text.replaceAll('\n', '\r\n')}`)).toEqual(mark);
+    expect(parseDescription('proxy-operator-managed=yes\nproxy-operator-uid=u')).toBeUndefined();
+    expect(parseDescription(undefined)).toBeUndefined();
+    const old = parseDescription(
+      'proxy-operator-managed=true\nproxy-operator-created-at=garbage\n',
+    );
+    expect(old).toEqual({ uid: '', createdAt: new Date(0), installation: 'default' });
+  });
+});
+
+describe('disks and NICs', () => {
+  it('bootDisk: table', () => {
+    const rows: [Record<string, string>, string | undefined][] = [
+      [{ boot: 'order=scsi0', scsi0: 'local-lvm:vm-1-disk-0,size=3G' }, 'scsi0'],
+      [{ boot: 'order=scsi0;ide2', scsi0: 'a,size=3G', ide2: 'iso,media=cdrom' }, 'scsi0'],
+      [{ boot: 'order=ide2;virtio1', ide2: 'x,media=cdrom', virtio1: 'a,size=1G' }, 'virtio1'],
+      [{ boot: 'order=net0;scsi1', scsi1: 'a,size=1G', net0: 'virtio' }, 'scsi1'],
+      [{ bootdisk: 'sata0', sata0: 'a,size=1G' }, 'sata0'],
+      [{ virtio0: 'a,size=1G', ide0: 'b,size=1G' }, 'virtio0'],
+      [{ ide2: 'x,media=cdrom' }, undefined],
+      [{}, undefined],
+    ];
+    for (const [config, want] of rows) expect(bootDisk(config), JSON.stringify(config)).toBe(want);
+    expect(diskSizeBytes('local-lvm:vm-1-disk-0,size=3G')).toBe(3 * 2 ** 30);
+    expect(diskSizeBytes('a,size=512M,ssd=1')).toBe(512 * 2 ** 20);
+    expect(diskSizeBytes('a,ssd=1')).toBeUndefined();
+    expect(
+      cloudInitDrives({ ide2: 'local-lvm:vm-9000-cloudinit,media=cdrom', scsi0: 'a' }),
+    ).toEqual(['ide2']);
+  });
+
+  it('rewriteNet0: replaces or appends bridge and tag, keeping the rest in order', () => {
+    const net0 = 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,firewall=1';
+    expect(rewriteNet0(net0, { vlanTag: 4 })).toBe(`${net0},tag=4`);
+    expect(rewriteNet0(`${net0},tag=7`, { vlanTag: 4, bridge: 'vmbr1' })).toBe(
+      'virtio=BC:24:11:AA:BB:CC,bridge=vmbr1,firewall=1,tag=4',
+    );
+    expect(rewriteNet0(net0, {})).toBe(net0);
+  });
+});
+
+describe('state mapping', () => {
+  it('mapStatus: table', () => {
+    const rows: [string, string | undefined, string][] = [
+      ['running', 'running', 'agent'],
+      ['running', undefined, 'agent'],
+      ['running', 'prelaunch', 'Provisioning'],
+      ['running', 'paused', 'Stopped'],
+      ['running', 'suspended', 'Stopped'],
+      ['running', 'io-error', 'Stopped'],
+      ['stopped', 'stopped', 'Stopped'],
+      ['something-new', undefined, 'Stopped'],
+    ];
+    for (const [status, qmp, want] of rows)
+      expect(mapStatus(status, qmp), `${status}/${qmp}`).toBe(want);
+  });
+
+  it('firstRoutableIPv4: skips loopback, link-local, unspecified and IPv6', () => {
+    const a = (ip: string, t = 'ipv4') => ({ 'ip-address-type': t, 'ip-address': ip });
+    expect(
+      firstRoutableIPv4([
+        { name: 'lo', 'ip-addresses': [a('127.0.0.1')] },
+        { name: 'eth0', 'ip-addresses': [a('fe80::1', 'ipv6'), a('169.254.3.4'), a('0.0.0.0')] },
+        { name: 'eth1', 'ip-addresses': [a('192.168.4.20'), a('192.168.4.21')] },
+      ]),
+    ).toBe('192.168.4.20');
+    expect(firstRoutableIPv4([{ name: 'eth0' }])).toBeUndefined();
+  });
+});
+
+describe('config', () => {
+  const minimal = {
+    url: 'https://192.168.0.8:8006',
+    tokenFile: '/etc/proxy-operator/proxmox/token',
+    nodes: ['pv1-1'],
+    isoStorage: 'proxy-seeds',
+    templates: { 'debian-13': { vmid: 9001 } },
+    machineTypes: { small: { cores: 1, memoryMiB: 1024 } },
+  };
+
+  it('config: fills the defaults', async () => {
+    const c = await validateConfig(configSchema, minimal);
+    expect(c).toMatchObject({
+      insecureSkipTLSVerify: false,
+      vmidRange: { min: 100_000, max: 199_999 },
+      requestTimeoutSeconds: 30,
+      installGuestAgent: true,
+    });
+    expect(c.caFile).toBeUndefined();
+  });
+
+  it('config: every problem names its field path', async () => {
+    const bad = {
+      url: 'http://pve/api2/json',
+      nodes: ['PV1', 'pv1-1', 'pv1-1'],
+      isoStorage: '9bad',
+      vlanTag: 5000,
+      vmidRange: { min: 50, max: 10 },
+      templates: { debian: { vmid: 5 } },
+      machineTypes: { small: { cores: 0, memoryMiB: 1024, diskGiB: -1 } },
+      requestTimeoutSeconds: -1,
+      colour: 'blue',
+    };
+    let err: unknown;
+    try {
+      await validateConfig(configSchema, bad, 'proxmox');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems.join('\n');
+    for (const path of [
+      'proxmox.url:',
+      'proxmox.tokenFile: is required',
+      'proxmox.nodes[0]:',
+      'proxmox.nodes[2]:',
+      'proxmox.isoStorage:',
+      'proxmox.vlanTag:',
+      'proxmox.vmidRange.min:',
+      'proxmox.templates.debian.vmid:',
+      'proxmox.machineTypes.small.cores:',
+      'proxmox.machineTypes.small.diskGiB:',
+      'proxmox.requestTimeoutSeconds:',
+      'proxmox.colour: is not a known field',
+    ]) {
+      expect(problems).toContain(path);
+    }
+  });
+
+  it('the module exports a valid profile and the proxmox type', () => {
+    expect(providerModule.type).toBe('proxmox');
+    expect(providerModule.profile).toBe(profile);
+    expect(profile.primaryKey).toBe('allocated-id');
+    expect(profile.asyncOps).toEqual(['task-handle', 'backend-lock']);
+  });
+});
+
+describe('classify', () => {
+  it('classify: table', () => {
+    for (const c of CLASSIFY_CASES) expect(classify(c.op, c.error), c.name).toBe(c.want);
+    expect(classify('get', new Error('never seen'))).toBe('Transient');
+  });
+
+  it("the fake's wording holds to the messages PVE 9.2 sends", () => {
+    const model = new PveModel({ token: 'a@pve!b=c' });
+    const msg = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        return e as PveError;
+      }
+      throw new Error('no error');
+    };
+    model.addTemplate(9001);
+    model.addVm({ vmid: 100_100, name: 'x', status: 'stopped' });
+    expect(msg(() => model.vmConfig('pv1-1', 4242)).message).toBe(
+      "Configuration file 'nodes/pv1-1/qemu-server/4242.conf' does not exist",
+    );
+    expect(msg(() => model.clone('pv1-1', 9001, { newid: '100100', name: 'y' })).message).toMatch(
+      CONFIG_EXISTS_RE,
+    );
+    model.vms.get(100_100)!.lock = 'clone';
+    expect(msg(() => model.setVmConfig('pv1-1', 100_100, {})).message).toBe('VM is locked (clone)');
+    model.vms.get(100_100)!.lock = undefined;
+    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toMatch(
+      /^VM [0-9]+ is not running$/,
+    );
+    const vm = model.vms.get(100_100)!;
+    vm.status = 'running';
+    vm.agent = 'not-running';
+    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toBe(
+      AGENT_NOT_RUNNING,
+    );
+    vm.agent = 'not-configured';
+    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toBe(
+      AGENT_NOT_CONFIGURED,
+    );
+    const missing = msg(() => model.storageStatus('pv1-1', 'nope'));
+    expect([missing.status, missing.errors]).toEqual([400, { storage: 'No such storage.' }]);
+  });
+});

@@ -1,0 +1,451 @@
+// Builds the provider over the HTTPS fake (real undici client, real TLS) or
+// over the seam fake, with the conformance harness over the shared model.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createProvider, formatMarkTime, MarkKey, type Provider } from '@proxy-op/contract';
+import type { BackendHarness, ConformanceDeps, ConformanceFixture } from '@proxy-op/providertest';
+import {
+  ApiError,
+  type Budgets,
+  CaFileError,
+  classify,
+  formatDescription,
+  formatId,
+  parseId,
+  providerModule,
+  TaskFailedError,
+  TokenFileError,
+  vmidFor,
+} from '../../src/index.js';
+import { FakeApi } from './fake-api.js';
+import { type HttpsFake, startHttpsFake } from './https-fake.js';
+import { type ModelVm, PveModel } from './pve-model.js';
+
+/** The secret part of the fixture's token: it must never leak. */
+export const TOKEN_SENTINEL = 'tok-SENTINEL-4e1c-proxmox-never-log-me';
+export const TOKEN_LINE = `proxy-operator@pve!op=${TOKEN_SENTINEL}`;
+export const TEMPLATE_VMID = 9001;
+export const NODES = ['pv1-1', 'pv1-2'];
+
+/** Budgets small enough for tests. */
+export const FAST_BUDGETS: Budgets = {
+  clone: 3_000,
+  upload: 3_000,
+  resize: 3_000,
+  start: 3_000,
+  stop: 3_000,
+  destroy: 3_000,
+  seedDelete: 3_000,
+  running: 3_000,
+  poll: 5,
+};
+
+export interface FixtureOptions {
+  /** `https` (default): undici over TLS to the HTTPS fake; `seam`: the seam fake. */
+  readonly peer?: 'https' | 'seam';
+  readonly nodes?: string[];
+  /** Extra config fields. */
+  readonly config?: Record<string, unknown>;
+  readonly budgets?: Partial<Budgets>;
+}
+
+export interface ProxmoxFixture extends ConformanceFixture {
+  readonly model: PveModel;
+  readonly fake: HttpsFake | undefined;
+  readonly api: FakeApi | undefined;
+  readonly config: Record<string, unknown>;
+  readonly dir: string;
+  readonly tokenFile: string;
+}
+
+let plantVmid = 5000;
+
+/** The model's VM behind a provider ID. */
+export function vmOf(model: PveModel, id: string): ModelVm {
+  const { vmid } = parseId('test', 'get', id);
+  const vm = model.vms.get(vmid);
+  if (vm === undefined) throw new Error(`no VM ${vmid}`);
+  return vm;
+}
+
+export async function createProxmoxFixture(
+  deps: ConformanceDeps,
+  opts: FixtureOptions = {},
+): Promise<ProxmoxFixture> {
+  const nodes = opts.nodes ?? NODES;
+  const model = new PveModel({ nodes, token: TOKEN_LINE });
+  model.addTemplate(TEMPLATE_VMID);
+  const dir = mkdtempSync(join(tmpdir(), 'pve-fixture-'));
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, `${TOKEN_LINE}\n`);
+  const peer = opts.peer ?? 'https';
+  const fake = peer === 'https' ? await startHttpsFake(model) : undefined;
+  const api = peer === 'seam' ? new FakeApi(model) : undefined;
+  const config: Record<string, unknown> = {
+    url: fake?.url ?? 'https://pve.invalid:8006',
+    tokenFile,
+    ...(fake === undefined ? {} : { caFile: fake.pki.caFile }),
+    nodes,
+    isoStorage: 'proxy-seeds',
+    templates: { 'debian-13': { vmid: TEMPLATE_VMID } },
+    machineTypes: {
+      small: { cores: 1, memoryMiB: 1024 },
+      large: { cores: 2, memoryMiB: 2048, diskGiB: 8 },
+    },
+    ...opts.config,
+  };
+  const provider: Provider = await createProvider(providerModule, 'proxmox-home', config, {
+    ...deps,
+    budgets: { ...FAST_BUDGETS, ...opts.budgets },
+    ...(api === undefined ? {} : { api }),
+  });
+  const range = { min: 100_000, max: 199_999 };
+  const vm = (id: string) => vmOf(model, id);
+  const nextVmid = () => {
+    while (model.vms.has(plantVmid)) plantVmid++;
+    return plantVmid++;
+  };
+  const plant = (name: string, description: string | undefined) =>
+    model.addVm({
+      vmid: nextVmid(),
+      name,
+      status: 'running',
+      qmpstatus: 'running',
+      config: {
+        name,
+        ...(description === undefined ? {} : { description }),
+        scsi0: 'local-lvm:vm-disk-0,size=3G',
+        boot: 'order=scsi0',
+        net0: 'virtio=BC:24:11:00:00:09,bridge=vmbr0',
+      },
+    });
+
+  const harness: BackendHarness = {
+    baseRequest: {
+      namespace: 'default',
+      port: 3128,
+      placement: { zone: nodes[0] as string, machineType: 'small', image: 'debian-13' },
+    },
+    invalidPlacements: [
+      {
+        placement: { zone: nodes[0], machineType: 'huge', image: 'debian-13' },
+        field: 'placement.machineType',
+      },
+      { placement: { zone: nodes[0], image: 'debian-13' }, field: 'placement.machineType' },
+      {
+        placement: { zone: nodes[0], machineType: 'small', image: 'windows' },
+        field: 'placement.image',
+      },
+      {
+        placement: { zone: 'mars', machineType: 'small', image: 'debian-13' },
+        field: 'placement.zone',
+      },
+      ...(nodes.length > 1
+        ? [{ placement: { machineType: 'small', image: 'debian-13' }, field: 'placement.zone' }]
+        : []),
+    ],
+    backendCalls: () => model.calls.length,
+    instanceCount: async () => model.guests().length,
+    setRunning: async (id, ip) => {
+      const v = vm(id);
+      v.status = 'running';
+      v.qmpstatus = 'running';
+      if (ip === undefined) v.agent = 'no-ipv4';
+      else {
+        v.agent = 'ip';
+        v.ip = ip;
+      }
+    },
+    setState: async (id, state) => {
+      const v = vm(id);
+      if (state === 'running') {
+        v.status = 'running';
+        v.qmpstatus = 'running';
+      } else if (state === 'stopped') {
+        v.status = 'stopped';
+        v.qmpstatus = 'stopped';
+      } else {
+        // A state the provider has no row for: the guest panicked.
+        v.status = 'running';
+        v.qmpstatus = 'guest-panicked';
+      }
+    },
+    rewriteMark: async (id, mark) => {
+      const v = vm(id);
+      v.config.description = (v.config.description ?? '')
+        .split('\n')
+        .map((l) =>
+          l.startsWith(`${MarkKey.Uid}=`)
+            ? `${MarkKey.Uid}=${mark.uid}`
+            : l.startsWith(`${MarkKey.CreatedAt}=`)
+              ? `${MarkKey.CreatedAt}=${formatMarkTime(mark.createdAt)}`
+              : l,
+        )
+        .join('\n');
+    },
+    holdLock: async (id) => {
+      const v = vm(id);
+      v.lock = 'backup';
+      return async () => {
+        v.lock = undefined;
+      };
+    },
+    holdNextDelete: (id) => model.holdNextTask('qmdestroy', parseId('test', 'delete', id).vmid),
+    plantNeverStarted: async (req) => {
+      // Create cut off while its clone runs: the entry is nameless and locked.
+      const vmid = vmidFor(req.uid, 0, range);
+      const v = model.addVm({
+        vmid,
+        lock: 'clone',
+        config: {
+          name: req.name,
+          description: formatDescription({
+            uid: req.uid,
+            createdAt: new Date(),
+            installation: req.installation ?? 'default',
+          }),
+        },
+      });
+      v.name = undefined;
+      return formatId({ vmid, name: req.name });
+    },
+    plantUnmarked: async (name) => {
+      plant(name, 'made by hand');
+    },
+    plantMarked: async (name, mark) => {
+      const lines = [
+        `${MarkKey.Managed}=true`,
+        `${MarkKey.Uid}=${mark.uid}`,
+        `${MarkKey.CreatedAt}=${formatMarkTime(new Date(Date.now() - 3_600_000))}`,
+        ...(mark.installation === undefined
+          ? []
+          : [`${MarkKey.Installation}=${mark.installation}`]),
+      ];
+      plant(name, `${lines.join('\n')}\n`);
+    },
+    blockCalls: (skip) => model.blockCalls(skip),
+    classifyCases: CLASSIFY_CASES,
+    classify,
+    checkTargets: nodes,
+    delayTarget: (target, ms) => {
+      model.nodeDelay.set(target, ms);
+    },
+    checkScenarios: [
+      { name: 'every node answers', arrange: () => {}, want: 'Reachable' },
+      {
+        name: 'the token is refused',
+        arrange: () => {
+          model.acceptedToken = 'someone@pve!else=x';
+        },
+        want: 'Unauthorized',
+      },
+      {
+        name: 'the last node is unreachable (595)',
+        arrange: () => {
+          model.unreachableNodes.add(nodes[nodes.length - 1] as string);
+        },
+        want: 'Unreachable',
+        target: nodes[nodes.length - 1] as string,
+      },
+      {
+        name: 'the seed storage is missing on the last node',
+        arrange: () => {
+          model.storages.delete(`${nodes[nodes.length - 1]}/proxy-seeds`);
+        },
+        want: 'StorageNotFound',
+        target: nodes[nodes.length - 1] as string,
+      },
+      {
+        name: 'the template is gone',
+        arrange: () => {
+          model.vms.delete(TEMPLATE_VMID);
+        },
+        want: 'TemplateNotFound',
+      },
+      {
+        name: 'the token lacks Sys.Audit',
+        arrange: () => {
+          model.forbidden.set('nodeStatus', '/nodes/pv1-1, Sys.Audit');
+        },
+        want: 'Forbidden',
+      },
+      {
+        name: 'the token file is missing',
+        arrange: () => {
+          rmSync(tokenFile);
+        },
+        want: 'CredentialsUnavailable',
+      },
+    ],
+    credentialSentinel: TOKEN_SENTINEL,
+    rejectCredential: () => {
+      model.acceptedToken = 'proxy-operator@pve!op=rotated-elsewhere';
+      model.echoRejectedToken = true;
+    },
+  };
+  return {
+    provider,
+    harness,
+    model,
+    fake,
+    api,
+    config,
+    dir,
+    tokenFile,
+    cleanup: async () => {
+      await provider.close?.();
+      await fake?.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const tlsError = Object.assign(new Error('unable to verify the first certificate'), {
+  code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+});
+
+/** Realistic failures, with PVE's wording, and the class each must get. */
+export const CLASSIFY_CASES: BackendHarness['classifyCases'] = [
+  {
+    name: '401 authentication failure',
+    op: 'get',
+    error: new ApiError(401, 'authentication failure'),
+    want: 'Permanent',
+  },
+  { name: '401 No ticket', op: 'list', error: new ApiError(401, 'No ticket'), want: 'Permanent' },
+  {
+    name: '403 names the privilege',
+    op: 'create',
+    error: new ApiError(403, 'Permission check failed (/vms/100123, VM.Clone)'),
+    want: 'Permanent',
+  },
+  {
+    name: '400 with per-parameter errors',
+    op: 'create',
+    error: new ApiError(400, 'Parameter verification failed.', {
+      memory: "type check ('integer') failed - got 'lots'",
+    }),
+    want: 'Permanent',
+  },
+  {
+    name: '400 No such storage.',
+    op: 'create',
+    error: new ApiError(400, 'Parameter verification failed.', { storage: 'No such storage.' }),
+    want: 'Permanent',
+  },
+  {
+    name: '500 config does not exist',
+    op: 'get',
+    error: new ApiError(
+      500,
+      "Configuration file 'nodes/pv1-1/qemu-server/100123.conf' does not exist",
+    ),
+    want: 'NotFound',
+  },
+  {
+    name: '500 config does not exist inside delete',
+    op: 'delete',
+    error: new ApiError(
+      500,
+      "Configuration file 'nodes/pv1-1/qemu-server/100123.conf' does not exist",
+    ),
+    want: 'NotFound',
+  },
+  {
+    name: '500 VM is locked (clone)',
+    op: 'delete',
+    error: new ApiError(500, 'VM is locked (clone)'),
+    want: 'Transient',
+  },
+  {
+    name: '500 config file already exists, escaped the allocator',
+    op: 'create',
+    error: new ApiError(500, 'unable to create VM 100123: config file already exists'),
+    want: 'Transient',
+  },
+  {
+    name: '500 QEMU guest agent is not running',
+    op: 'get',
+    error: new ApiError(500, 'QEMU guest agent is not running'),
+    want: 'Transient',
+  },
+  {
+    name: '500 No QEMU guest agent configured',
+    op: 'get',
+    error: new ApiError(500, 'No QEMU guest agent configured'),
+    want: 'Transient',
+  },
+  {
+    name: '500 VM is not running',
+    op: 'get',
+    error: new ApiError(500, 'VM 100123 is not running'),
+    want: 'Transient',
+  },
+  {
+    name: '595 Connection refused',
+    op: 'get',
+    error: new ApiError(595, 'Connection refused'),
+    want: 'Transient',
+  },
+  {
+    name: '596 Broken pipe',
+    op: 'list',
+    error: new ApiError(596, 'Broken pipe'),
+    want: 'Transient',
+  },
+  {
+    name: 'task failed: shrinking disks is not supported',
+    op: 'create',
+    error: new TaskFailedError(
+      'UPID:pv1-1:00001234:00005678:65000000:resize:100123:root@pam:',
+      'shrinking disks is not supported',
+    ),
+    want: 'Transient',
+  },
+  { name: 'TLS verification failure', op: 'get', error: tlsError, want: 'Permanent' },
+  {
+    name: 'TLS failure wrapped by fetch',
+    op: 'list',
+    error: new TypeError('fetch failed', { cause: tlsError }),
+    want: 'Permanent',
+  },
+  {
+    name: 'token file missing',
+    op: 'get',
+    error: new TokenFileError('PROXMOX_TOKEN_MISSING', 'token file x cannot be read (ENOENT)'),
+    want: 'Transient',
+  },
+  {
+    name: 'token file malformed',
+    op: 'get',
+    error: new TokenFileError('PROXMOX_TOKEN_MALFORMED', 'token file x is malformed'),
+    want: 'Permanent',
+  },
+  {
+    name: 'CA file missing',
+    op: 'get',
+    error: new CaFileError('PROXMOX_CA_MISSING', 'CA file x cannot be read'),
+    want: 'Transient',
+  },
+  {
+    name: 'CA file holds no certificate',
+    op: 'get',
+    error: new CaFileError('PROXMOX_CA_INVALID', 'no PEM'),
+    want: 'Permanent',
+  },
+  {
+    name: 'connection refused',
+    op: 'get',
+    error: Object.assign(new Error('connect ECONNREFUSED 192.168.0.8:8006'), {
+      code: 'ECONNREFUSED',
+    }),
+    want: 'Transient',
+  },
+  {
+    name: 'request timed out',
+    op: 'get',
+    error: new DOMException('The operation was aborted due to timeout', 'TimeoutError'),
+    want: 'Transient',
+  },
+];
