@@ -1,0 +1,294 @@
+/**
+ * The operator: the work queue, the reconciler, GC and the health monitor
+ * wired over a store and a set of providers.
+ *
+ * @module
+ */
+import { type Meter, metrics, type Tracer } from '@opentelemetry/api';
+import { type Logger, silentLogger } from '@proxy-op/contract';
+import { collectGarbage, type GcReport } from './gc.js';
+import { checkProvider, toProviderHealth } from './health.js';
+import type { ProviderSet, ProvidersChange, ProvidersConfig } from './providers.js';
+import { WorkQueue } from './queue.js';
+import { Reconciler, type ReconcilerOptions } from './reconciler.js';
+import type { Phase, ProviderHealth } from './schema.js';
+import { type ProxyStore, proxyKey } from './store.js';
+
+/** Every tunable of the operator, in milliseconds where a time. */
+export interface OperatorOptions extends ReconcilerOptions {
+  /** Concurrent reconciles (default 3). */
+  readonly workers?: number | undefined;
+  /** First retry after a failed reconcile (default 1000). */
+  readonly backoffBaseMs?: number | undefined;
+  /** Longest retry delay (default 300000). */
+  readonly backoffMaxMs?: number | undefined;
+  /** Jitter as a fraction of the delay (default 0.1). */
+  readonly backoffJitter?: number | undefined;
+  /** GC interval (default 300000; 0 disables GC). */
+  readonly gcIntervalMs?: number | undefined;
+  /** GC leaves instances younger than this (default 600000). */
+  readonly gcMinAgeMs?: number | undefined;
+  /** GC only reports (default false). */
+  readonly gcDryRun?: boolean | undefined;
+  /** Health check interval (default 60000; 0 disables the monitor). */
+  readonly healthIntervalMs?: number | undefined;
+  /** Deadline of one check round (default 10000). */
+  readonly checkTimeoutMs?: number | undefined;
+}
+
+/** What the operator is built with. */
+export interface OperatorDeps {
+  readonly store: ProxyStore;
+  readonly providers: ProviderSet;
+  readonly logger?: Logger | undefined;
+  readonly tracer?: Tracer | undefined;
+  readonly meter?: Meter | undefined;
+  readonly now?: (() => Date) | undefined;
+  readonly random?: (() => number) | undefined;
+}
+
+/**
+ * Runs the reconciler on N workers over the store's keys, GC every GC
+ * interval and the health monitor every health interval.
+ */
+export class Operator {
+  readonly queue: WorkQueue;
+  readonly reconciler: Reconciler;
+  readonly #deps: OperatorDeps;
+  readonly #opts: OperatorOptions;
+  readonly #log: Logger;
+  readonly #abort = new AbortController();
+  readonly #timers: Array<ReturnType<typeof setInterval>> = [];
+  readonly #now: () => Date;
+  #unwatch: (() => void) | undefined;
+  #gcCounter;
+  #started = false;
+
+  constructor(deps: OperatorDeps, opts: OperatorOptions = {}) {
+    this.#deps = deps;
+    this.#opts = opts;
+    this.#log = deps.logger ?? silentLogger;
+    this.#now = deps.now ?? (() => new Date());
+    const meter = deps.meter ?? metrics.getMeter('@proxy-op/operator');
+    const reconciles = meter.createCounter('proxy_op.reconcile.total', {
+      description: 'Reconcile passes by outcome',
+    });
+    const duration = meter.createHistogram('proxy_op.reconcile.duration', {
+      description: 'Reconcile pass duration',
+      unit: 's',
+    });
+    this.#gcCounter = meter.createCounter('proxy_op.gc.deletions', {
+      description: 'Orphaned instances GC deleted (or, in a dry run, would delete)',
+    });
+    this.queue = new WorkQueue({
+      workers: opts.workers ?? 3,
+      backoff: {
+        ...(opts.backoffBaseMs !== undefined ? { baseMs: opts.backoffBaseMs } : {}),
+        ...(opts.backoffMaxMs !== undefined ? { maxMs: opts.backoffMaxMs } : {}),
+        ...(opts.backoffJitter !== undefined ? { jitter: opts.backoffJitter } : {}),
+        ...(deps.random !== undefined ? { random: deps.random } : {}),
+      },
+      onError: (key, err, retryInMs) => {
+        this.#log.warn(
+          { proxy: key, err: err instanceof Error ? err.message : String(err), retryInMs },
+          'reconcile failed',
+        );
+      },
+      onDone: (_key, ms, outcome) => {
+        reconciles.add(1, { outcome });
+        duration.record(ms / 1000, { outcome });
+      },
+    });
+    this.reconciler = new Reconciler(
+      {
+        store: deps.store,
+        providers: deps.providers,
+        logger: deps.logger,
+        tracer: deps.tracer,
+        now: deps.now,
+        random: deps.random,
+        signal: this.#abort.signal,
+      },
+      opts,
+    );
+    const phases = meter.createObservableGauge('proxy_op.proxies', {
+      description: 'Proxies by phase',
+    });
+    phases.addCallback((r) => {
+      for (const [phase, n] of Object.entries(this.phases())) r.observe(n, { phase });
+    });
+    const depth = meter.createObservableGauge('proxy_op.queue.depth', {
+      description: 'Keys waiting in the work queue',
+    });
+    depth.addCallback((r) => r.observe(this.queue.length));
+    const ready = meter.createObservableGauge('proxy_op.provider.ready', {
+      description: '1 when every target of a provider is ready',
+    });
+    ready.addCallback((r) => {
+      for (const h of deps.store.listHealth())
+        r.observe(h.status.ready ? 1 : 0, { provider: h.name });
+    });
+  }
+
+  /** Starts the workers, queues every Proxy, and starts GC and the health monitor. */
+  start(): void {
+    if (this.#started) throw new Error('Operator: already started');
+    this.#started = true;
+    this.#unwatch = this.#deps.store.watch((key) => this.queue.add(key));
+    this.queue.start((key) => this.reconciler.reconcile(key));
+    this.enqueueAll();
+    const gcEvery = this.#opts.gcIntervalMs ?? 300_000;
+    if (gcEvery > 0) this.#every(gcEvery, () => this.runGc());
+    const healthEvery = this.#opts.healthIntervalMs ?? 60_000;
+    if (healthEvery > 0) {
+      this.#background(this.runHealth());
+      this.#every(healthEvery, () => this.runHealth());
+    }
+  }
+
+  #background(p: Promise<unknown>): void {
+    p.catch((err: unknown) => this.#log.error({ err: String(err) }, 'background task failed'));
+  }
+
+  #every(ms: number, fn: () => Promise<unknown>): void {
+    let busy = false;
+    const t = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      fn()
+        .catch((err: unknown) => this.#log.error({ err: String(err) }, 'periodic task failed'))
+        .finally(() => {
+          busy = false;
+        });
+    }, ms);
+    t.unref?.();
+    this.#timers.push(t);
+  }
+
+  /** Queues every Proxy in the store. */
+  enqueueAll(): void {
+    for (const p of this.#deps.store.list()) {
+      this.queue.add(proxyKey(p.metadata.namespace, p.metadata.name));
+    }
+  }
+
+  /**
+   * Applies a new providers config (only changed providers are rebuilt) and
+   * queues the Proxies the change concerns.
+   */
+  async applyProviders(config: ProvidersConfig): Promise<ProvidersChange & { problems: string[] }> {
+    const change = await this.#deps.providers.apply(config);
+    const touched = new Set([...change.added, ...change.rebuilt, ...change.removed]);
+    for (const name of change.removed) await this.#deps.store.deleteHealth(name);
+    if (this.#started) {
+      for (const p of this.#deps.store.list()) {
+        if (
+          change.installationChanged ||
+          touched.has(p.spec.provider) ||
+          (p.status.instanceProvider !== undefined && touched.has(p.status.instanceProvider))
+        ) {
+          this.queue.add(proxyKey(p.metadata.namespace, p.metadata.name));
+        }
+      }
+      if (touched.size > 0) this.#background(this.runHealth());
+    }
+    this.#log.info(
+      {
+        added: change.added,
+        rebuilt: change.rebuilt,
+        removed: change.removed,
+        kept: change.kept,
+      },
+      'providers config applied',
+    );
+    return change;
+  }
+
+  /** One GC pass over every provider. */
+  async runGc(): Promise<GcReport[]> {
+    const out: GcReport[] = [];
+    for (const cp of this.#deps.providers.list()) {
+      const report = await collectGarbage(cp, this.#deps.store, this.#deps.providers.installation, {
+        minAgeMs: this.#opts.gcMinAgeMs ?? 600_000,
+        dryRun: this.#opts.gcDryRun ?? false,
+        callTimeoutMs: this.#opts.callTimeoutMs,
+        logger: this.#log,
+        now: this.#now(),
+      });
+      if (report.deleted.length > 0) {
+        this.#gcCounter.add(report.deleted.length, {
+          provider: cp.name,
+          dry_run: String(this.#opts.gcDryRun ?? false),
+        });
+      }
+      out.push(report);
+    }
+    return out;
+  }
+
+  /** One health round: every provider with a Checker, concurrently; writes ProviderHealth. */
+  async runHealth(): Promise<ProviderHealth[]> {
+    const timeout = this.#opts.checkTimeoutMs ?? 10_000;
+    const previous = new Map(this.#deps.store.listHealth().map((h) => [h.name, h]));
+    const out = await Promise.all(
+      this.#deps.providers.list().map(async (cp) => {
+        const results = await checkProvider(cp, timeout);
+        if (results === undefined) return undefined;
+        const health = toProviderHealth(
+          cp.name,
+          cp.type,
+          results,
+          previous.get(cp.name),
+          this.#now(),
+        );
+        await this.#deps.store.writeHealth(health);
+        return health;
+      }),
+    );
+    return out.filter((h): h is ProviderHealth => h !== undefined);
+  }
+
+  /** Proxies counted by phase (`Pending` for a Proxy with no phase yet). */
+  phases(): Record<Phase, number> {
+    const out: Record<Phase, number> = {
+      Pending: 0,
+      Provisioning: 0,
+      Ready: 0,
+      Replacing: 0,
+      Deleting: 0,
+      Failed: 0,
+    };
+    for (const p of this.#deps.store.list()) {
+      const phase = p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending');
+      out[phase]++;
+    }
+    return out;
+  }
+
+  /**
+   * True when nothing is left to do right now: no key queued or in flight,
+   * no Proxy being deleted, and every Proxy Ready, Failed, or waiting for
+   * its provider to be configured, at its current generation.
+   */
+  settled(): boolean {
+    if (this.queue.length > 0 || this.queue.inFlight > 0) return false;
+    for (const p of this.#deps.store.list()) {
+      if (p.metadata.deletionTimestamp !== undefined) return false;
+      if (p.status.observedGeneration !== p.metadata.generation) return false;
+      const phase = p.status.phase;
+      const waiting = p.status.conditions?.some(
+        (c) => c.type === 'ProviderConfigured' && c.status === 'False',
+      );
+      if (phase !== 'Ready' && phase !== 'Failed' && !waiting) return false;
+    }
+    return true;
+  }
+
+  /** Stops the workers (aborting provider calls in flight), GC and the monitor. */
+  async stop(): Promise<void> {
+    this.#unwatch?.();
+    for (const t of this.#timers) clearInterval(t);
+    this.#abort.abort(new Error('operator stopping'));
+    await this.queue.shutdown();
+  }
+}

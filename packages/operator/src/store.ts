@@ -1,0 +1,159 @@
+/**
+ * The store the reconciler, GC and health monitor work over: Proxy objects
+ * with Kubernetes' semantics (UIDs, generations, finalizers, a deletion
+ * timestamp, a status subresource), and ProviderHealth objects.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { canonicalJson } from './cloudinit.js';
+import type { ProviderHealth, ProxyObject, ProxySpec, ProxyStatus } from './schema.js';
+
+/** `namespace/name`: the key of a Proxy in the store and the queue. */
+export function proxyKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** Splits a key into namespace and name. */
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  if (i < 0) throw new TypeError(`not a Proxy key: ${key}`);
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+/**
+ * Where Proxies and ProviderHealth live. Reads come from a cache and are
+ * synchronous (the reconciler is level-based); writes are asynchronous.
+ */
+export interface ProxyStore {
+  /** One Proxy, or undefined when it does not exist (any more). */
+  get(key: string): ProxyObject | undefined;
+  /** Every Proxy. */
+  list(): ProxyObject[];
+  /** Replaces a Proxy's status. A Proxy that is gone is ignored. */
+  updateStatus(key: string, status: ProxyStatus): Promise<void>;
+  /** Adds a finalizer (durably, before the reconciler makes anything). */
+  addFinalizer(key: string, finalizer: string): Promise<void>;
+  /** Removes a finalizer; a Proxy being deleted with none left is gone. */
+  removeFinalizer(key: string, finalizer: string): Promise<void>;
+  /** Subscribes to changes; the listener gets the key. Returns the unsubscribe function. */
+  watch(listener: (key: string) => void): () => void;
+  /** Writes a ProviderHealth. */
+  writeHealth(health: ProviderHealth): Promise<void>;
+  /** Removes the ProviderHealth of a provider that is no longer configured. */
+  deleteHealth(name: string): Promise<void>;
+  /** Every ProviderHealth. */
+  listHealth(): ProviderHealth[];
+}
+
+/**
+ * A store in memory, with Kubernetes' semantics: `apply` creates or updates a
+ * Proxy (a new UID once, the generation bumped on a spec change), `delete`
+ * sets the deletion timestamp and removes the object once it has no
+ * finalizers. For tests, benchmarks and embedding.
+ */
+export class MemoryStore implements ProxyStore {
+  readonly #proxies = new Map<string, ProxyObject>();
+  readonly #health = new Map<string, ProviderHealth>();
+  readonly #listeners = new Set<(key: string) => void>();
+  readonly #now: () => Date;
+
+  constructor(opts: { now?: () => Date } = {}) {
+    this.#now = opts.now ?? (() => new Date());
+  }
+
+  /** Creates or updates the Proxy `namespace/name` with `spec` (already validated). */
+  apply(namespace: string, name: string, spec: ProxySpec, uid?: string): ProxyObject {
+    const key = proxyKey(namespace, name);
+    const old = this.#proxies.get(key);
+    if (old !== undefined && canonicalJson(old.spec) === canonicalJson(spec)) return old;
+    const next: ProxyObject =
+      old === undefined
+        ? {
+            metadata: {
+              namespace,
+              name,
+              uid: uid ?? randomUUID(),
+              generation: 1,
+              creationTimestamp: this.#now().toISOString(),
+              finalizers: [],
+            },
+            spec,
+            status: {},
+          }
+        : { ...old, metadata: { ...old.metadata, generation: old.metadata.generation + 1 }, spec };
+    this.#proxies.set(key, next);
+    this.#emit(key);
+    return next;
+  }
+
+  /** Asks for deletion: the Proxy stays, marked, until its finalizers are removed. */
+  delete(key: string): void {
+    const old = this.#proxies.get(key);
+    if (old === undefined) return;
+    if (old.metadata.finalizers.length === 0) this.#proxies.delete(key);
+    else if (old.metadata.deletionTimestamp === undefined) {
+      this.#proxies.set(key, {
+        ...old,
+        metadata: { ...old.metadata, deletionTimestamp: this.#now().toISOString() },
+      });
+    }
+    this.#emit(key);
+  }
+
+  get(key: string): ProxyObject | undefined {
+    return this.#proxies.get(key);
+  }
+
+  list(): ProxyObject[] {
+    return [...this.#proxies.values()];
+  }
+
+  async updateStatus(key: string, status: ProxyStatus): Promise<void> {
+    const old = this.#proxies.get(key);
+    if (old === undefined) return;
+    this.#proxies.set(key, { ...old, status });
+  }
+
+  async addFinalizer(key: string, finalizer: string): Promise<void> {
+    const old = this.#proxies.get(key);
+    if (old === undefined || old.metadata.finalizers.includes(finalizer)) return;
+    if (old.metadata.deletionTimestamp !== undefined) return;
+    this.#proxies.set(key, {
+      ...old,
+      metadata: { ...old.metadata, finalizers: [...old.metadata.finalizers, finalizer] },
+    });
+  }
+
+  async removeFinalizer(key: string, finalizer: string): Promise<void> {
+    const old = this.#proxies.get(key);
+    if (old === undefined) return;
+    const finalizers = old.metadata.finalizers.filter((f) => f !== finalizer);
+    if (finalizers.length === 0 && old.metadata.deletionTimestamp !== undefined) {
+      this.#proxies.delete(key);
+    } else {
+      this.#proxies.set(key, { ...old, metadata: { ...old.metadata, finalizers } });
+    }
+  }
+
+  watch(listener: (key: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async writeHealth(health: ProviderHealth): Promise<void> {
+    this.#health.set(health.name, health);
+  }
+
+  async deleteHealth(name: string): Promise<void> {
+    this.#health.delete(name);
+  }
+
+  listHealth(): ProviderHealth[] {
+    return [...this.#health.values()];
+  }
+
+  #emit(key: string): void {
+    for (const l of this.#listeners) l(key);
+  }
+}

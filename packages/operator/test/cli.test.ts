@@ -1,0 +1,157 @@
+// Peer: the built binary (node dist/cli.js) as a user runs it, with a file-backed reference provider.
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { type CliWorkspace, cliWorkspace, runCli, spawnCli } from './cli-support.js';
+
+let ws: CliWorkspace;
+beforeAll(async () => {
+  ws = await cliWorkspace();
+});
+afterAll(() => ws.dispose());
+
+describe('proxy-op CLI', () => {
+  it('prints usage and exits 2 on an unknown command', async () => {
+    const r = await runCli(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown command "frobnicate"');
+    expect(r.stderr).toContain('run --standalone DIR');
+  });
+
+  it('refuses run without --standalone (exit 2)', async () => {
+    const r = await runCli(['run']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--standalone');
+  });
+
+  it('validate prints every problem with its path and exits 1', async () => {
+    const bad = `${ws.root}/bad-providers.yaml`;
+    await writeFile(
+      bad,
+      'installation: X\nproviders:\n  - name: a\n    type: nosuch\n  - type: memory\n',
+    );
+    const r = await runCli(['validate', '--providers', bad]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('installation: ');
+    expect(r.stderr).toContain('providers[0].type: unknown provider type "nosuch"');
+    expect(r.stderr).toContain('providers[1].name: is required');
+    const ok = await runCli(['validate', '--providers', ws.providers, '--standalone', ws.dir]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('ok (installation test, 1 providers)');
+  });
+
+  it('validate reports manifest problems with file and path', async () => {
+    await writeFile(
+      `${ws.dir}/broken.yaml`,
+      'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata: { name: x }\nspec: { provider: lab, port: 0, allowedSources: [nope] }\n',
+    );
+    const r = await runCli(['validate', '--providers', ws.providers, '--standalone', ws.dir]);
+    await rm(`${ws.dir}/broken.yaml`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('broken.yaml: spec.port: must be >= 1');
+    expect(r.stderr).toContain('broken.yaml: spec.allowedSources[0]: must be a CIDR');
+  });
+
+  it('check prints a table and exits 0 when every target is ready', async () => {
+    const r = await runCli(['check', '--providers', ws.providers]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n')[0]).toMatch(
+      /^PROVIDER\s+TYPE\s+TARGET\s+READY\s+REASON\s+MESSAGE$/,
+    );
+    expect(r.stdout).toMatch(/lab\s+memory-file\s+zone-a\s+yes\s+Reachable/);
+  });
+
+  it('check exits 1 and says why when a target is not ready', async () => {
+    const r = await runCli(['check', '--providers', ws.providers], {
+      PROXY_OP_TEST_UNREACHABLE: 'zone-a',
+    });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/lab\s+memory-file\s+zone-a\s+no\s+Unreachable/);
+  });
+
+  it('run --once takes manifests to Ready, prints JSON lines, and status shows them', async () => {
+    await ws.writeProxy('web', 3128);
+    const r = await runCli(ws.runArgs(['--once']));
+    expect(r.code).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { proxy: string; phase: string; endpoint?: string });
+    const last = lines.at(-1);
+    expect(last).toMatchObject({ proxy: 'default/web', phase: 'Ready' });
+    expect(last?.endpoint).toMatch(/^http:\/\/10\.0\.0\.\d+:3128$/);
+    const logs = r.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const created = logs.find((l) => l.msg === 'instance created');
+    expect(created?.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(created?.spanId).toMatch(/^[0-9a-f]{16}$/);
+    const st = await runCli(['status', '--standalone', ws.dir]);
+    expect(st.stdout).toMatch(/^NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE\n/);
+    expect(st.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128/);
+    const backend = JSON.parse(await readFile(ws.backendFile, 'utf8')) as unknown[];
+    expect(backend).toHaveLength(1);
+  });
+
+  it('serves /metrics, /healthz and /readyz while running, and stops on SIGTERM', async () => {
+    const child = spawnCli(ws.runArgs(['--listen', '127.0.0.1:0']));
+    onTestFinished(() => {
+      child.kill('SIGKILL');
+    });
+    const url = await child.waitForLog((l) => (typeof l.url === 'string' ? l.url : undefined));
+    await child.waitForLog((l) =>
+      l.msg === 'proxy-op running in standalone mode' ? true : undefined,
+    );
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/proxy_op_proxies\{phase="Ready"[^}]*\} 1/);
+    expect(metrics).toContain('proxy_op_reconcile_total');
+    child.kill('SIGTERM');
+    expect(await child.exit).toMatchObject({ code: 0 });
+  });
+
+  it('waits for a provider the file does not name yet, and proceeds when the file gains it', async () => {
+    await writeFile(
+      `${ws.dir}/late.yaml`,
+      'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata:\n  name: late\nspec:\n  provider: later\n  placement: { machineType: small, image: debian-13 }\n  allowedSources: [10.0.0.0/8]\n',
+    );
+    const child = spawnCli(ws.runArgs(['--providers-poll', '50ms', '--output', 'json']));
+    onTestFinished(async () => {
+      child.kill('SIGKILL');
+      await ws.writeProviders(['lab']);
+      await rm(`${ws.dir}/late.yaml`, { force: true });
+    });
+    await child.waitForLog((l) =>
+      l.msg === 'proxy-op running in standalone mode' ? true : undefined,
+    );
+    await child.waitForStdout((l) =>
+      l.proxy === 'default/late' && l.phase === 'Pending' ? true : undefined,
+    );
+    await ws.writeProviders(['lab', 'later']);
+    await child.waitForStdout((l) =>
+      l.proxy === 'default/late' && l.phase === 'Ready' ? true : undefined,
+    );
+    await rm(`${ws.dir}/late.yaml`);
+    await child.waitForStdout((l) =>
+      l.proxy === 'default/late' && l.phase === 'Deleted' ? true : undefined,
+    );
+    child.kill('SIGTERM');
+    expect((await child.exit).code).toBe(0);
+  });
+
+  it('prints a status table with --output table', async () => {
+    const r = await runCli(ws.runArgs(['--once', '--output', 'table']));
+    expect(r.stdout).toMatch(/NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE\s+ERROR/);
+    expect(r.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\//);
+  });
+
+  it('deleting a manifest deletes the instance before the state forgets the Proxy', async () => {
+    await rm(`${ws.dir}/web.yaml`);
+    const r = await runCli(ws.runArgs(['--once']));
+    expect(r.code).toBe(0);
+    expect(JSON.parse(await readFile(ws.backendFile, 'utf8'))).toEqual([]);
+    const state = JSON.parse(await readFile(`${ws.dir}.state.json`, 'utf8')) as { proxies: object };
+    expect(state.proxies).toEqual({});
+  });
+});

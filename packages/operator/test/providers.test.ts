@@ -1,0 +1,186 @@
+// Peer: none (providers files in memory and on disk; provider modules from the registry and by import).
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { memoryProfile } from '@proxy-op/providertest/reference';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  loadProvidersFile,
+  ProviderRegistry,
+  ProviderSet,
+  parseProvidersConfig,
+  watchProvidersFile,
+} from '../src/index.js';
+import { ScriptedBackend, testRegistry } from './support.js';
+
+const dir = await mkdtemp(join(tmpdir(), 'proxy-op-providers-'));
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe('providers file', () => {
+  const { registry } = testRegistry({ scripted: new ScriptedBackend() });
+
+  it('accepts a valid file and fills the installation default', async () => {
+    const load = await parseProvidersConfig(
+      'providers:\n  - name: mem\n    type: memory\n    memory:\n      zones: [zone-a, zone-b]\n',
+      registry,
+    );
+    expect(load.ok).toBe(true);
+    if (!load.ok) return;
+    expect(load.config.installation).toBe('default');
+    expect(load.config.providers.map((p) => [p.name, p.moduleType])).toEqual([['mem', 'memory']]);
+  });
+
+  it('reports every problem at once, each with its path', async () => {
+    const load = await parseProvidersConfig(
+      [
+        'installation: Not_A_Label',
+        'extra: 1',
+        'providers:',
+        '  - name: mem',
+        '    type: memory',
+        '    memory:',
+        '      zones: [zone-a, Zone_B]',
+        '      colour: blue',
+        '  - name: mem',
+        '    type: memory',
+        '  - name: Bad',
+        '    type: nosuch',
+        '  - type: scripted',
+        '    scripted: { zone: 5 }',
+        '    other: {}',
+        '',
+      ].join('\n'),
+      registry,
+    );
+    expect(load.ok).toBe(false);
+    if (load.ok) return;
+    const paths = load.problems.map((p) => p.split(':')[0]);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'installation',
+        'extra',
+        'providers[0].memory.zones[1]',
+        'providers[0].memory.colour',
+        'providers[1].name',
+        'providers[2].name',
+        'providers[2].type',
+        'providers[3].name',
+        'providers[3].scripted.zone',
+        'providers[3].other',
+      ]),
+    );
+    expect(load.problems).toHaveLength(10);
+  });
+
+  it('reports YAML syntax errors with line and column', async () => {
+    const load = await parseProvidersConfig('providers:\n  - name: [unclosed\n', registry);
+    expect(load.ok).toBe(false);
+    if (!load.ok) expect(load.problems[0]).toMatch(/^line \d+, column \d+: /);
+  });
+
+  it('does not know the reference provider unless it is registered', async () => {
+    const load = await parseProvidersConfig(
+      'providers:\n  - name: m\n    type: memory\n',
+      new ProviderRegistry(),
+    );
+    expect(load.ok).toBe(false);
+    if (!load.ok) expect(load.problems[0]).toMatch(/^providers\[0\]\.type: /);
+  });
+
+  it('loads a provider module by npm package name or path', async () => {
+    const mod = join(dir, 'plugin.mjs');
+    await writeFile(
+      mod,
+      [
+        "import { memoryProviderModule } from '@proxy-op/providertest/reference';",
+        "export const providerModule = { ...memoryProviderModule, type: 'plugin' };",
+        '',
+      ].join('\n'),
+    );
+    const byPath = await parseProvidersConfig(
+      'providers:\n  - name: p\n    type: ./plugin.mjs\n',
+      new ProviderRegistry(),
+      {
+        baseDir: dir,
+      },
+    );
+    expect(byPath.ok && byPath.config.providers[0]?.moduleType).toBe('plugin');
+    // A package installed next to the providers file (not beside the operator) is found too.
+    await mkdir(join(dir, 'node_modules', 'acme-proxy-provider'), { recursive: true });
+    await writeFile(
+      join(dir, 'node_modules', 'acme-proxy-provider', 'package.json'),
+      JSON.stringify({
+        name: 'acme-proxy-provider',
+        type: 'module',
+        exports: { '.': './index.js' },
+      }),
+    );
+    await writeFile(
+      join(dir, 'node_modules', 'acme-proxy-provider', 'index.js'),
+      [
+        `const profile = ${JSON.stringify(memoryProfile)};`,
+        "const configSchema = { '~standard': { version: 1, vendor: 'acme', validate: (v) => ({ value: v ?? {} }) } };",
+        "export default { type: 'acme', profile, configSchema, create: (name) => ({ name, type: 'acme' }) };",
+        '',
+      ].join('\n'),
+    );
+    const byPackage = await parseProvidersConfig(
+      'providers:\n  - name: p\n    type: acme-proxy-provider\n    acme: { zones: [z1] }\n',
+      new ProviderRegistry(),
+      { baseDir: dir },
+    );
+    expect(byPackage.ok && byPackage.config.providers[0]?.moduleType).toBe('acme');
+    const byName = await parseProvidersConfig(
+      'providers:\n  - name: p\n    type: "@proxy-op/providertest/reference"\n',
+      new ProviderRegistry(),
+    );
+    expect(byName.ok).toBe(false);
+    if (!byName.ok) expect(byName.problems[0]).toContain('does not export a provider module');
+    const missing = await parseProvidersConfig(
+      'providers:\n  - name: p\n    type: "@proxy-op/no-such-provider"\n',
+      new ProviderRegistry(),
+    );
+    expect(missing.ok).toBe(false);
+    if (!missing.ok) expect(missing.problems[0]).toContain('cannot load provider type');
+  });
+
+  it('rebuilds only the providers whose block changed', async () => {
+    const set = new ProviderSet();
+    const apply = async (text: string) => {
+      const load = await parseProvidersConfig(text, registry);
+      if (!load.ok) throw new Error(load.problems.join());
+      return set.apply(load.config);
+    };
+    const first = await apply(
+      'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n  - name: c\n    type: scripted\n',
+    );
+    expect(first.added).toEqual(['a', 'b', 'c']);
+    const a = set.get('a')?.provider;
+    const second = await apply(
+      'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n    memory: { zones: [zone-x] }\n',
+    );
+    expect(second).toMatchObject({ kept: ['a'], rebuilt: ['b'], removed: ['c'], added: [] });
+    expect(set.get('a')?.provider).toBe(a);
+    expect(set.get('c')).toBeUndefined();
+  });
+
+  it('loads a file from disk and notices when it changes', async () => {
+    const file = join(dir, 'providers.yaml');
+    await writeFile(file, 'providers:\n  - name: a\n    type: memory\n');
+    const load = await loadProvidersFile(file, registry);
+    expect(load.ok).toBe(true);
+    let changed = 0;
+    const stop = watchProvidersFile(file, () => changed++, 20);
+    await new Promise((r) => setTimeout(r, 60));
+    await writeFile(
+      file,
+      'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n',
+    );
+    const end = Date.now() + 3000;
+    while (changed === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    stop();
+    expect(changed).toBeGreaterThan(0);
+    const missing = await loadProvidersFile(join(dir, 'nope.yaml'), registry);
+    expect(missing.ok).toBe(false);
+  });
+});

@@ -1,0 +1,276 @@
+// Test support: a scripted provider module (a seam fake that injects every error class,
+// slow calls, vanishing instances and state changes) and helpers to wire the operator.
+import {
+  type CreateRequest,
+  type ErrorClass,
+  type Instance,
+  type Profile,
+  type Provider,
+  type ProviderModule,
+  providerError,
+  type State,
+  type TargetResult,
+} from '@proxy-op/contract';
+import {
+  MemoryBackend,
+  memoryProfile,
+  memoryProviderModule,
+} from '@proxy-op/providertest/reference';
+import {
+  type AnyProviderModule,
+  MemoryStore,
+  ProviderRegistry,
+  ProviderSet,
+  type ProxySpec,
+  parseProvidersConfig,
+  validateProxySpec,
+} from '../src/index.js';
+
+/** One instance of the scripted backend. */
+export interface ScriptedVm {
+  name: string;
+  uid: string;
+  installation: string;
+  state: State;
+  ip?: string | undefined;
+  createdAt: Date;
+  deleting: boolean;
+  cloudInit: string;
+  port: number;
+}
+
+type Op = 'create' | 'get' | 'delete' | 'list' | 'check';
+
+/** A scripted backend shared by every provider built from {@link scriptedModule}. */
+export class ScriptedBackend {
+  readonly vms = new Map<string, ScriptedVm>();
+  readonly calls: string[] = [];
+  readonly failures: Array<{ op: Op; cls: ErrorClass; times: number }> = [];
+  readonly delays = new Map<Op, number>();
+  /** Instances come up Provisioning and need `boot` to be Running. */
+  slowBoot = false;
+  /** Deletes return at once and leave the instance until `settle`. */
+  returnsEarly = false;
+  checkResults: TargetResult[] = [
+    {
+      target: 'zone-a',
+      address: 'scripted://a',
+      ready: true,
+      reason: 'Reachable',
+      message: 'ok',
+      details: {},
+    },
+  ];
+  #ip = 10;
+  now: () => Date = () => new Date();
+
+  /** The next `times` calls of `op` fail with `cls`. */
+  fail(op: Op, cls: ErrorClass, times = 1): void {
+    this.failures.push({ op, cls, times });
+  }
+  boot(name: string): void {
+    const vm = this.vms.get(name);
+    if (vm) Object.assign(vm, { state: 'Running', ip: `10.1.0.${this.#ip++}` });
+  }
+  setState(name: string, state: State): void {
+    const vm = this.vms.get(name);
+    if (vm) {
+      vm.state = state;
+      if (state !== 'Running') vm.ip = undefined;
+    }
+  }
+  vanish(name: string): void {
+    this.vms.delete(name);
+  }
+  settle(): void {
+    for (const [n, vm] of this.vms) if (vm.deleting) this.vms.delete(n);
+  }
+  live(): ScriptedVm[] {
+    return [...this.vms.values()];
+  }
+  /** Names with a Create in flight, and how often a second Create for one arrived meanwhile. */
+  readonly creating = new Set<string>();
+  overlaps = 0;
+  /** Calls in flight now, and the most seen at once. */
+  inflight = 0;
+  maxInflight = 0;
+  async step(op: Op, provider: string): Promise<void> {
+    this.calls.push(op);
+    const d = this.delays.get(op);
+    if (d !== undefined) {
+      this.inflight++;
+      this.maxInflight = Math.max(this.maxInflight, this.inflight);
+      await new Promise((r) => setTimeout(r, d));
+      this.inflight--;
+    }
+    const i = this.failures.findIndex((f) => f.op === op);
+    const f = this.failures[i];
+    if (f !== undefined) {
+      f.times--;
+      if (f.times <= 0) this.failures.splice(i, 1);
+      throw providerError(f.cls, { provider, op, message: `scripted ${f.cls} on ${op}` });
+    }
+  }
+}
+
+const ID = /^scripted\/([a-z0-9-]+)$/;
+
+class ScriptedProvider implements Provider {
+  readonly type = 'scripted';
+  constructor(
+    readonly name: string,
+    readonly backend: ScriptedBackend,
+  ) {}
+  #parse(id: string, op: Op): string {
+    const m = ID.exec(id);
+    if (m === null)
+      throw providerError('Permanent', { provider: this.name, op, message: `malformed ID ${id}` });
+    return m[1] as string;
+  }
+  async create(req: CreateRequest): Promise<string> {
+    if (this.backend.creating.has(req.name)) this.backend.overlaps++;
+    this.backend.creating.add(req.name);
+    try {
+      await this.backend.step('create', this.name);
+    } finally {
+      this.backend.creating.delete(req.name);
+    }
+    const old = this.backend.vms.get(req.name);
+    if (old !== undefined) {
+      if (old.uid !== req.uid) {
+        throw providerError('Permanent', {
+          provider: this.name,
+          op: 'create',
+          message: 'foreign instance',
+        });
+      }
+      return `scripted/${req.name}`;
+    }
+    this.backend.vms.set(req.name, {
+      name: req.name,
+      uid: req.uid,
+      installation: req.installation ?? 'default',
+      state: this.backend.slowBoot ? 'Provisioning' : 'Running',
+      ip: this.backend.slowBoot ? undefined : `10.0.0.${this.backend.vms.size + 10}`,
+      createdAt: this.backend.now(),
+      deleting: false,
+      cloudInit: new TextDecoder().decode(req.cloudInit),
+      port: req.port,
+    });
+    return `scripted/${req.name}`;
+  }
+  async get(id: string): Promise<Instance> {
+    const name = this.#parse(id, 'get');
+    await this.backend.step('get', this.name);
+    const vm = this.backend.vms.get(name);
+    if (vm === undefined)
+      throw providerError('NotFound', { provider: this.name, op: 'get', message: 'gone' });
+    return {
+      id,
+      uid: vm.uid,
+      state: vm.state,
+      ip: vm.ip,
+      createdAt: vm.createdAt,
+      installation: vm.installation,
+    };
+  }
+  async delete(id: string): Promise<void> {
+    const name = this.#parse(id, 'delete');
+    await this.backend.step('delete', this.name);
+    const vm = this.backend.vms.get(name);
+    if (vm === undefined) return;
+    if (this.backend.returnsEarly) vm.deleting = true;
+    else this.backend.vms.delete(name);
+  }
+  async listByTag(opts: { installation?: string | undefined } = {}): Promise<Instance[]> {
+    await this.backend.step('list', this.name);
+    const inst = opts.installation ?? 'default';
+    return this.backend
+      .live()
+      .filter((vm) => vm.installation === inst)
+      .map((vm) => ({
+        id: `scripted/${vm.name}`,
+        uid: vm.uid,
+        createdAt: vm.createdAt,
+        installation: vm.installation,
+      }));
+  }
+  async check(): Promise<TargetResult[]> {
+    await this.backend.step('check', this.name);
+    return this.backend.checkResults.map((r) => ({ ...r }));
+  }
+}
+
+/** A scripted provider module over `backend`; `returnsEarly` picks the delete-return profile. */
+export function scriptedModule(backend: ScriptedBackend, returnsEarly = false): AnyProviderModule {
+  const profile: Profile = {
+    ...memoryProfile,
+    deleteReturn: returnsEarly ? 'returns-early' : 'waits',
+  };
+  backend.returnsEarly = returnsEarly;
+  const mod: ProviderModule<Record<string, unknown>> = {
+    type: 'scripted',
+    profile,
+    configSchema: {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: (v) => {
+          if (v === undefined || v === null) return { value: {} };
+          if (typeof v !== 'object') return { issues: [{ message: 'must be an object' }] };
+          const o = v as Record<string, unknown>;
+          if (o.zone !== undefined && typeof o.zone !== 'string') {
+            return { issues: [{ message: 'must be a string', path: ['zone'] }] };
+          }
+          return { value: o };
+        },
+      },
+    },
+    create: (name) => new ScriptedProvider(name, backend),
+  };
+  return mod as AnyProviderModule;
+}
+
+/** A registry with the reference `memory` provider (each provider over its own backend) and `scripted`. */
+export function testRegistry(
+  opts: {
+    scripted?: ScriptedBackend;
+    returnsEarly?: boolean;
+    memory?: Map<string, MemoryBackend>;
+  } = {},
+) {
+  const registry = new ProviderRegistry();
+  const backends = opts.memory ?? new Map<string, MemoryBackend>();
+  registry.register(memoryProviderModule, (name) => {
+    let b = backends.get(name);
+    if (b === undefined) {
+      b = new MemoryBackend({ token: 't' });
+      backends.set(name, b);
+    }
+    return { backend: b };
+  });
+  if (opts.scripted) registry.register(scriptedModule(opts.scripted, opts.returnsEarly ?? false));
+  return { registry, backends };
+}
+
+/** Builds a ProviderSet from providers-file text. */
+export async function providerSet(text: string, registry: ProviderRegistry): Promise<ProviderSet> {
+  const load = await parseProvidersConfig(text, registry);
+  if (!load.ok) throw new Error(load.problems.join('\n'));
+  const set = new ProviderSet();
+  const r = await set.apply(load.config);
+  if (r.problems.length > 0) throw new Error(r.problems.join('\n'));
+  return set;
+}
+
+/** A validated spec with defaults. */
+export function spec(input: Record<string, unknown>): ProxySpec {
+  const v = validateProxySpec({ allowedSources: ['10.0.0.0/8'], ...input });
+  if (!v.ok) throw new Error(JSON.stringify(v.problems));
+  return v.value;
+}
+
+/** A memory store. */
+export function memoryStore(): MemoryStore {
+  return new MemoryStore();
+}
