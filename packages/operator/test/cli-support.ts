@@ -4,17 +4,13 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type ProcessRun, runProcess } from '@proxy-op/testkit';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/file-provider.mjs', import.meta.url));
 
 /** What a finished CLI run gave. */
-export interface CliRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+export type CliRun = ProcessRun;
 
 /** Runs the CLI to its end. */
 export function runCli(
@@ -22,23 +18,7 @@ export function runCli(
   env: Record<string, string> = {},
   timeoutMs = 20_000,
 ): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runProcess(process.execPath, [CLI, ...args], { env, timeoutMs });
 }
 
 /** A running CLI whose JSON log lines can be waited for. */

@@ -1,5 +1,6 @@
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
+export { type ProcessRun, runProcess } from './process.js';
 export {
   parseReadmeExamples,
   parseReadmeFileBlocks,

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { stripTypeScriptTypes } from 'node:module';
 import { dirname, join } from 'node:path';
+import { runProcess } from './process.js';
 
 /** One runnable example taken from a README. */
 export interface ReadmeExample {
@@ -87,37 +87,18 @@ export async function runReadmeExample(
   const file = join(dir, 'example.mjs');
   try {
     await writeFile(file, stripTypeScriptTypes(example.source, { mode: 'strip' }));
-    return await runNode(file, dirname(file), opts.timeoutMs ?? 30_000, opts.env);
+    const run = await runProcess(process.execPath, [file], {
+      cwd: dirname(file),
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      ...(opts.env === undefined ? {} : { env: opts.env }),
+    });
+    if (run.code !== 0) {
+      throw new Error(
+        `example exited with ${run.signal ?? run.code}:\n${run.stderr}\n${run.stdout}`,
+      );
+    }
+    return { stdout: run.stdout, stderr: run.stderr };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-function runNode(
-  file: string,
-  cwd: string,
-  timeoutMs: number,
-  env: NodeJS.ProcessEnv | undefined,
-): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code === 0) resolve({ stdout, stderr });
-      else reject(new Error(`example exited with ${signal ?? code}:\n${stderr}\n${stdout}`));
-    });
-  });
 }

@@ -1,0 +1,156 @@
+/**
+ * The `local` provider's config block: its schema (Standard Schema shape),
+ * defaults and messages naming each field path.
+ *
+ * @module
+ */
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import type { ConfigIssue, ConfigSchema } from '@proxy-op/contract';
+import { cidrProblem, loopbackRangeProblem } from './cidr.js';
+import { DEFAULT_LIMITS, type ProxyLimits } from './proxy.js';
+
+/** Per-call time budgets of the provider, in milliseconds. */
+export interface LocalTimeouts {
+  /** From spawning a proxy until it answers (default 10000). */
+  readonly startMs: number;
+  /** From SIGTERM until the process must have exited; then SIGKILL (default 5000). */
+  readonly stopMs: number;
+  /** One health probe of a proxy (default 1000). */
+  readonly probeMs: number;
+}
+
+/** The `local` provider's config block after defaults. */
+export interface LocalConfig {
+  /** The state folder: one JSON file per instance, plus its logs (default `<tmpdir>/proxy-op-local`). */
+  readonly stateDir: string;
+  /** The loopback range instances get addresses from (default `127.0.0.0/24`). */
+  readonly addressRange: string;
+  /** Sources allowed when the request's cloud-init names none (default `127.0.0.0/8`). */
+  readonly allowedSources: readonly string[];
+  /** The one zone this provider has; `placement.zone` must be empty or this (default `local`). */
+  readonly zone: string;
+  /** The Node.js binary that runs the proxies (default: the one running the provider). */
+  readonly nodePath: string;
+  /** Per-call budgets. */
+  readonly timeouts: LocalTimeouts;
+  /** The proxies' resource bounds. */
+  readonly limits: ProxyLimits;
+}
+
+/** The default per-call budgets. */
+export const DEFAULT_TIMEOUTS: LocalTimeouts = { startMs: 10_000, stopMs: 5_000, probeMs: 1_000 };
+
+/** The defaults of every field. */
+export function localDefaults(): LocalConfig {
+  return {
+    stateDir: join(tmpdir(), 'proxy-op-local'),
+    addressRange: '127.0.0.0/24',
+    allowedSources: ['127.0.0.0/8'],
+    zone: 'local',
+    nodePath: process.execPath,
+    timeouts: DEFAULT_TIMEOUTS,
+    limits: DEFAULT_LIMITS,
+  };
+}
+
+const FIELDS = [
+  'stateDir',
+  'addressRange',
+  'allowedSources',
+  'zone',
+  'nodePath',
+  'timeouts',
+  'limits',
+] as const;
+const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The `local` provider's config schema: every field optional, defaults filled in. */
+export const localConfigSchema: ConfigSchema<LocalConfig> = {
+  '~standard': {
+    version: 1,
+    vendor: '@proxy-op/provider-local',
+    validate(input) {
+      const d = localDefaults();
+      if (input === undefined || input === null) return { value: d };
+      if (typeof input !== 'object' || Array.isArray(input)) {
+        return { issues: [{ message: `must be an object with ${FIELDS.join(', ')}` }] };
+      }
+      const o = input as Record<string, unknown>;
+      const issues: ConfigIssue[] = [];
+      for (const key of Object.keys(o)) {
+        if (!(FIELDS as readonly string[]).includes(key)) {
+          issues.push({
+            message: `unknown field; expected one of ${FIELDS.join(', ')}`,
+            path: [key],
+          });
+        }
+      }
+      const path = (field: string, fallback: string): string => {
+        const v = o[field];
+        if (v === undefined) return fallback;
+        if (typeof v !== 'string' || !isAbsolute(v)) {
+          issues.push({ message: 'must be an absolute path', path: [field] });
+          return fallback;
+        }
+        return v;
+      };
+      const stateDir = path('stateDir', d.stateDir);
+      const nodePath = path('nodePath', d.nodePath);
+      let addressRange = d.addressRange;
+      if (o.addressRange !== undefined) {
+        const problem = loopbackRangeProblem(o.addressRange);
+        if (problem !== undefined) issues.push({ message: problem, path: ['addressRange'] });
+        else addressRange = o.addressRange as string;
+      }
+      let allowedSources = d.allowedSources;
+      if (o.allowedSources !== undefined) {
+        if (!Array.isArray(o.allowedSources) || o.allowedSources.length === 0) {
+          issues.push({ message: 'must be a non-empty list of CIDRs', path: ['allowedSources'] });
+        } else {
+          o.allowedSources.forEach((c, i) => {
+            const problem = cidrProblem(c);
+            if (problem !== undefined)
+              issues.push({ message: problem, path: ['allowedSources', i] });
+          });
+          allowedSources = o.allowedSources as string[];
+        }
+      }
+      let zone = d.zone;
+      if (o.zone !== undefined) {
+        if (typeof o.zone !== 'string' || !LABEL.test(o.zone)) {
+          issues.push({ message: 'must be a lowercase DNS label', path: ['zone'] });
+        } else zone = o.zone;
+      }
+      const numbers = <T extends object>(field: string, defaults: T, min: number): T => {
+        const v = o[field];
+        if (v === undefined) return defaults;
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+          issues.push({
+            message: `must be an object with ${Object.keys(defaults).join(', ')}`,
+            path: [field],
+          });
+          return defaults;
+        }
+        const out: Record<string, number> = { ...(defaults as Record<string, number>) };
+        for (const [k, n] of Object.entries(v)) {
+          if (!(k in defaults)) {
+            issues.push({
+              message: `unknown field; expected one of ${Object.keys(defaults).join(', ')}`,
+              path: [field, k],
+            });
+          } else if (typeof n !== 'number' || !Number.isInteger(n) || n < min) {
+            issues.push({ message: `must be an integer of at least ${min}`, path: [field, k] });
+          } else out[k] = n;
+        }
+        return out as T;
+      };
+      const timeouts = numbers('timeouts', d.timeouts, 1);
+      const limits = numbers('limits', d.limits, 1);
+      if (issues.length > 0) return { issues };
+      return {
+        value: { stateDir, addressRange, allowedSources, zone, nodePath, timeouts, limits },
+      };
+    },
+  },
+};

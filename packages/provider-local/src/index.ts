@@ -1,0 +1,48 @@
+/**
+ * `@proxy-op/provider-local`: the proxy-op provider that runs each proxy as
+ * a local process on its own loopback address.
+ *
+ * @module
+ */
+export { cidrProblem, loopbackHosts } from './cidr.js';
+export { classifyLocal } from './classify.js';
+export {
+  DEFAULT_TIMEOUTS,
+  type LocalConfig,
+  type LocalTimeouts,
+  localConfigSchema,
+  localDefaults,
+} from './config.js';
+export { localProfile, providerModule } from './module.js';
+export {
+  CHECK_TARGETS,
+  LocalProvider,
+  type LocalProviderDeps,
+  LocalReason,
+  localId,
+  localStatePath,
+  mapLocalState,
+  preferredIndex,
+} from './provider.js';
+export {
+  type AccessLogEntry,
+  DEFAULT_LIMITS,
+  type ForwardProxy,
+  type ForwardProxyOptions,
+  type ProxyLimits,
+  startForwardProxy,
+} from './proxy.js';
+export {
+  createProcessSeam,
+  type InstanceRecord,
+  LocalError,
+  type LocalSeam,
+  type Phase,
+  proxyProgramPath,
+} from './seam.js';
+export { allowedSourcesFromCloudInit } from './sources.js';
+
+import { providerModule } from './module.js';
+
+/** The provider module, as the default export. */
+export default providerModule;

@@ -1,0 +1,135 @@
+// Peer: none (pure functions): the config schema, source lists and the cloud-init reader.
+import { ConfigError, createProvider, validateConfig } from '@proxy-op/contract';
+import { describe, expect, it } from 'vitest';
+import { sourceList } from '../src/cidr.js';
+import {
+  allowedSourcesFromCloudInit,
+  cidrProblem,
+  localConfigSchema,
+  localDefaults,
+  loopbackHosts,
+  mapLocalState,
+  preferredIndex,
+  providerModule,
+} from '../src/index.js';
+
+describe('config schema', () => {
+  it('fills every default for an empty block', async () => {
+    const config = await validateConfig(localConfigSchema, {});
+    expect(config).toEqual(localDefaults());
+    expect(config.addressRange).toBe('127.0.0.0/24');
+    expect(config.allowedSources).toEqual(['127.0.0.0/8']);
+  });
+
+  it('names the path of every problem at once', async () => {
+    const err = await validateConfig(
+      localConfigSchema,
+      {
+        stateDir: 'relative/dir',
+        addressRange: '10.0.0.0/24',
+        allowedSources: ['127.0.0.1/33', 'nope'],
+        timeouts: { startMs: 0, bogus: 1 },
+        limits: { maxConnections: 'many' },
+        extra: true,
+      },
+      'providers[0].local',
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems;
+    for (const path of [
+      'providers[0].local.stateDir:',
+      'providers[0].local.addressRange:',
+      'providers[0].local.allowedSources[0]:',
+      'providers[0].local.allowedSources[1]:',
+      'providers[0].local.timeouts.startMs:',
+      'providers[0].local.timeouts.bogus:',
+      'providers[0].local.limits.maxConnections:',
+      'providers[0].local.extra:',
+    ]) {
+      expect(
+        problems.some((p) => p.startsWith(path)),
+        path,
+      ).toBe(true);
+    }
+  });
+
+  it('builds a provider without touching the machine', async () => {
+    const provider = await createProvider(
+      providerModule,
+      'local-1',
+      { stateDir: '/nonexistent/never/created' },
+      {},
+    );
+    expect(provider.type).toBe('local');
+    expect(provider.name).toBe('local-1');
+  });
+});
+
+describe('addresses and sources', () => {
+  it('lists the hosts of a range without network, broadcast or 127.0.0.1', () => {
+    const hosts = loopbackHosts('127.0.0.0/24');
+    expect(hosts).toHaveLength(253);
+    expect(hosts[0]).toBe('127.0.0.2');
+    expect(hosts.at(-1)).toBe('127.0.0.254');
+    expect(loopbackHosts('127.0.3.7/32')).toEqual(['127.0.3.7']);
+  });
+
+  it('picks the same first address for the same name and UID', () => {
+    expect(preferredIndex('proxy-a', 'uid-1', 253)).toBe(preferredIndex('proxy-a', 'uid-1', 253));
+    const spread = new Set(
+      Array.from({ length: 50 }, (_, i) => preferredIndex(`p-${i}`, `u-${i}`, 253)),
+    );
+    expect(spread.size).toBeGreaterThan(30);
+  });
+
+  it('checks CIDRs and matches IPv4, IPv6 and IPv4-mapped sources', () => {
+    expect(cidrProblem('10.0.0.0/8')).toBeUndefined();
+    expect(cidrProblem('::1/128')).toBeUndefined();
+    expect(cidrProblem('10.0.0.0/40')).toMatch(/prefix/);
+    expect(cidrProblem('example.com/8')).toMatch(/address/);
+    const list = sourceList(['127.0.0.1/32', '10.0.0.0/8', 'fd00::/8']);
+    expect(list.allows('127.0.0.1')).toBe(true);
+    expect(list.allows('::ffff:10.1.2.3')).toBe(true);
+    expect(list.allows('fd12::1')).toBe(true);
+    expect(list.allows('127.0.0.200')).toBe(false);
+    expect(list.allows(undefined)).toBe(false);
+  });
+
+  it('reads the allowed sources from the Squid acl lines of a cloud-init', () => {
+    const text = [
+      '#cloud-config',
+      'write_files:',
+      '  - content: |',
+      '      acl proxy_op_allowed src 10.0.0.0/8',
+      '      acl proxy_op_allowed src 192.168.1.0/24 127.0.0.1',
+      '      acl SSL_ports port 443',
+      '      acl proxy_op_allowed src not-a-cidr',
+      '      acl proxy_op_allowed src 10.0.0.0/8',
+    ].join('\n');
+    expect(allowedSourcesFromCloudInit(new TextEncoder().encode(text))).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.0/24',
+      '127.0.0.1',
+    ]);
+    expect(allowedSourcesFromCloudInit(new TextEncoder().encode('#!/bin/sh\n'))).toEqual([]);
+  });
+});
+
+describe('state mapping', () => {
+  const rec = {
+    version: 1 as const,
+    name: 'p',
+    marks: {},
+    address: '127.0.0.9',
+    port: 3128,
+    allowedSources: [],
+    accessLog: '',
+  };
+  it('is Running only when the process lives and answers', () => {
+    expect(mapLocalState({ ...rec, phase: 'running', pid: 1 }, true, true)).toBe('Running');
+    expect(mapLocalState({ ...rec, phase: 'running', pid: 1 }, true, false)).toBe('Provisioning');
+    expect(mapLocalState({ ...rec, phase: 'running', pid: 1 }, false, false)).toBe('Stopped');
+    expect(mapLocalState({ ...rec, phase: 'starting' }, undefined, false)).toBe('Provisioning');
+    expect(mapLocalState({ ...rec, phase: 'hibernating' }, true, true)).toBe('Stopped');
+  });
+});

@@ -1,0 +1,460 @@
+// Test support (not a test file): the conformance harness over real proxy processes and real
+// state files in a temp folder, reached through the production seam with a thin control layer
+// (call counting, blocking, held kills, forced answers) around it.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createProvider,
+  formatMark,
+  formatMarkTime,
+  MarkKey,
+  type Provider,
+} from '@proxy-op/contract';
+import type { BackendHarness, ConformanceDeps, Gate } from '@proxy-op/providertest';
+import {
+  CHECK_TARGETS,
+  classifyLocal,
+  createProcessSeam,
+  type InstanceRecord,
+  type LocalConfig,
+  LocalError,
+  type LocalSeam,
+  localConfigSchema,
+  localId,
+  providerModule,
+} from '../src/index.js';
+
+/** Every pid any fixture spawned, so a suite's afterAll can make sure they are gone. */
+export const spawnedPids = new Set<number>();
+
+/** Kills every process a fixture spawned (SIGKILL) and waits until they are gone. */
+export async function killAllSpawned(): Promise<void> {
+  for (const pid of spawnedPids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline && [...spawnedPids].some(exists)) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  spawnedPids.clear();
+}
+
+/** Whether a process with this pid exists and is not a zombie. */
+export function exists(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const st = text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
+    // A zombie leader whose other threads still exit holds its sockets: not gone yet.
+    if (st === 'Z' || st === 'X') return readdirSync(`/proc/${pid}/task`).length > 1;
+    return true;
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return !existsSync('/proc/self/stat');
+    } catch {
+      return false;
+    }
+  }
+}
+
+type Method = keyof LocalSeam;
+
+interface Controls {
+  calls: number;
+  blocker: { skip: number; gate: OpenGate } | undefined;
+  killHolds: Map<string, OpenGate>;
+  answering: Set<string>;
+  failBind: NodeJS.ErrnoException | undefined;
+  delays: Map<Method, number>;
+}
+
+interface OpenGate extends Gate {
+  hit(): void;
+  readonly open: Promise<void>;
+}
+
+function gate(): OpenGate {
+  let hit!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((r) => {
+    hit = r;
+  });
+  const open = new Promise<void>((r) => {
+    release = r;
+  });
+  return { reached, open, hit, release };
+}
+
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Wraps the production seam with the harness's controls. */
+function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
+  const wrap = <M extends Method>(
+    method: M,
+    body: (...args: Parameters<LocalSeam[M]>) => ReturnType<LocalSeam[M]>,
+  ) =>
+    (async (...args: unknown[]) => {
+      c.calls++;
+      const signal = args.findLast((a) => a instanceof AbortSignal) as AbortSignal | undefined;
+      const b = c.blocker;
+      if (b !== undefined) {
+        if (b.skip > 0) b.skip--;
+        else {
+          b.gate.hit();
+          await abortable(b.gate.open, signal);
+        }
+      }
+      const delay = c.delays.get(method);
+      if (delay !== undefined) await abortable(new Promise((r) => setTimeout(r, delay)), signal);
+      signal?.throwIfAborted();
+      return (body as (...a: unknown[]) => unknown)(...args);
+    }) as unknown as LocalSeam[M];
+  return {
+    readState: wrap('readState', (name, signal) => real.readState(name, signal)),
+    writeState: wrap('writeState', (record, signal) => real.writeState(record, signal)),
+    removeState: wrap('removeState', (name, signal) => real.removeState(name, signal)),
+    listStates: wrap('listStates', (signal) => real.listStates(signal)),
+    spawn: wrap('spawn', async (record, signal) => {
+      const pid = await real.spawn(record, signal);
+      spawnedPids.add(pid);
+      return pid;
+    }),
+    alive: wrap('alive', (name, pid, signal) => real.alive(name, pid, signal)),
+    probe: wrap('probe', async (name, address, port, signal) =>
+      c.answering.has(address) ? true : real.probe(name, address, port, signal),
+    ),
+    kill: wrap('kill', async (name, pid, signal) => {
+      const hold = c.killHolds.get(name);
+      if (hold !== undefined) {
+        c.killHolds.delete(name);
+        hold.hit();
+        await abortable(hold.open, signal);
+      }
+      return real.kill(name, pid, signal);
+    }),
+    logTail: wrap('logTail', (name, signal) => real.logTail(name, signal)),
+    bindable: wrap('bindable', async (address, port, signal) => {
+      if (c.failBind !== undefined) throw c.failBind;
+      return real.bindable(address, port, signal);
+    }),
+    checkStateDir: wrap('checkStateDir', (signal) => real.checkStateDir(signal)),
+  };
+}
+
+/** The address range the tests use (away from the default). */
+export const TEST_RANGE = '127.0.3.0/24';
+
+/** A validated config over a fresh temp state folder. */
+export async function testConfig(patch: Record<string, unknown> = {}): Promise<LocalConfig> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'provider-local-'));
+  const result = await localConfigSchema['~standard'].validate({
+    stateDir,
+    addressRange: TEST_RANGE,
+    timeouts: { startMs: 10_000, stopMs: 3_000, probeMs: 500 },
+    ...patch,
+  });
+  if (result.issues !== undefined) throw new Error(JSON.stringify(result.issues));
+  return result.value;
+}
+
+function ownedBy(pid: number, stateFile: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(stateFile);
+  } catch {
+    return false;
+  }
+}
+
+/** Kills the processes recorded in a state folder, waits for them, and removes the folder. */
+export async function removeStateDir(dir: string): Promise<void> {
+  let files: string[] = [];
+  try {
+    files = await readdir(dir);
+  } catch {
+    files = [];
+  }
+  for (const f of files.filter((n) => n.endsWith('.json'))) {
+    try {
+      const rec = JSON.parse(await readFile(join(dir, f), 'utf8')) as { pid?: number };
+      // Only a process whose command line names this folder's state file is ours to kill.
+      if (typeof rec.pid === 'number' && ownedBy(rec.pid, join(dir, f))) {
+        process.kill(rec.pid, 'SIGKILL');
+        spawnedPids.add(rec.pid);
+      }
+    } catch {
+      // gone or unreadable
+    }
+  }
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline && [...spawnedPids].some(exists)) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** One conformance fixture: a provider over real processes in a fresh state folder. */
+export async function createLocalFixture(deps: ConformanceDeps): Promise<{
+  provider: Provider;
+  harness: BackendHarness;
+  config: LocalConfig;
+  cleanup(): Promise<void>;
+}> {
+  const config = await testConfig();
+  const dir = config.stateDir;
+  const c: Controls = {
+    calls: 0,
+    blocker: undefined,
+    killHolds: new Map(),
+    answering: new Set(),
+    failBind: undefined,
+    delays: new Map(),
+  };
+  const seam = controlledSeam(createProcessSeam(config), c);
+  const provider = await createProvider(providerModule, 'local-a', config, { ...deps, seam });
+  const file = (id: string) => join(dir, `${localId.mustParse(id, 'harness', 'get').name}.json`);
+  const readRecord = async (id: string) =>
+    JSON.parse(await readFile(file(id), 'utf8')) as Record<string, unknown>;
+  const writeRecord = (id: string, r: Record<string, unknown>) =>
+    writeFile(file(id), JSON.stringify(r));
+  let plantedHost = 254;
+  const plant = async (name: string, marks: Record<string, string>, phase: string) => {
+    const rec: InstanceRecord = {
+      version: 1,
+      name,
+      marks,
+      address: `127.0.3.${plantedHost--}`,
+      port: 3128,
+      allowedSources: ['127.0.0.0/8'],
+      accessLog: join(dir, `${name}.access.log`),
+      phase,
+    };
+    await writeFile(join(dir, `${name}.json`), JSON.stringify(rec));
+    return localId.format({ name });
+  };
+  const harness: BackendHarness = {
+    baseRequest: { namespace: 'default', port: 3128, placement: {} },
+    invalidPlacements: [
+      { placement: { machineType: 'e2-small' }, field: 'placement.machineType' },
+      { placement: { image: 'debian-13' }, field: 'placement.image' },
+      { placement: { zone: 'us-east1-b' }, field: 'placement.zone' },
+      { placement: { region: 'europe-west1' }, field: 'placement.region' },
+    ],
+    backendCalls: () => c.calls,
+    instanceCount: async () => {
+      try {
+        return (await readdir(dir)).filter((f) => /^[a-z0-9-]+\.json$/.test(f)).length;
+      } catch {
+        return 0;
+      }
+    },
+    setRunning: async (id, ip) => {
+      const r = await readRecord(id);
+      if (ip === undefined) delete r.address;
+      else {
+        r.address = ip;
+        c.answering.add(ip);
+      }
+      await writeRecord(id, r);
+    },
+    setState: async (id, state) => {
+      const r = await readRecord(id);
+      if (state === 'stopped' && typeof r.pid === 'number') {
+        process.kill(r.pid, 'SIGKILL');
+        const pid = r.pid;
+        while (exists(pid)) await new Promise((res) => setTimeout(res, 10));
+      }
+      r.phase = state === 'unknown' ? 'suspended' : 'running';
+      await writeRecord(id, r);
+    },
+    rewriteMark: async (id, mark) => {
+      const r = await readRecord(id);
+      r.marks = {
+        ...(r.marks as Record<string, string>),
+        [MarkKey.Uid]: mark.uid,
+        [MarkKey.CreatedAt]: formatMarkTime(mark.createdAt),
+      };
+      await writeRecord(id, r);
+    },
+    holdNextDelete: (id) => {
+      const g = gate();
+      c.killHolds.set(localId.mustParse(id, 'harness', 'delete').name, g);
+      return { reached: g.reached, release: () => g.release() };
+    },
+    plantNeverStarted: (req) =>
+      plant(
+        req.name,
+        formatMark({
+          uid: req.uid,
+          createdAt: new Date(),
+          installation: req.installation ?? 'default',
+        }),
+        'starting',
+      ),
+    plantUnmarked: async (name) => {
+      await plant(name, {}, 'running');
+    },
+    plantMarked: async (name, mark) => {
+      const marks: Record<string, string> = {
+        [MarkKey.Managed]: 'true',
+        [MarkKey.Uid]: mark.uid,
+        [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
+      };
+      if (mark.installation !== undefined) marks[MarkKey.Installation] = mark.installation;
+      await plant(name, marks, 'starting');
+    },
+    blockCalls: (skip) => {
+      const g = gate();
+      c.blocker = { skip, gate: g };
+      return {
+        reached: g.reached,
+        release: () => {
+          if (c.blocker?.gate === g) c.blocker = undefined;
+          g.release();
+        },
+      };
+    },
+    classifyCases: [
+      { name: 'state file gone', op: 'get', error: errno('ENOENT', 'open'), want: 'NotFound' },
+      {
+        name: 'state file vanished during create',
+        op: 'create',
+        error: errno('ENOENT', 'rename'),
+        want: 'NotFound',
+      },
+      {
+        name: 'state folder not writable',
+        op: 'create',
+        error: errno('EACCES', 'open'),
+        want: 'Permanent',
+      },
+      {
+        name: 'read-only file system',
+        op: 'delete',
+        error: errno('EROFS', 'unlink'),
+        want: 'Permanent',
+      },
+      {
+        name: 'address cannot be bound',
+        op: 'create',
+        error: errno('EADDRNOTAVAIL', 'listen'),
+        want: 'Permanent',
+      },
+      {
+        name: 'node binary missing',
+        op: 'create',
+        error: errno('ENOENT', 'spawn /opt/node/bin/node'),
+        want: 'Permanent',
+      },
+      {
+        name: 'process of another user',
+        op: 'delete',
+        error: errno('EPERM', 'kill'),
+        want: 'Permanent',
+      },
+      { name: 'disk full', op: 'create', error: errno('ENOSPC', 'write'), want: 'QuotaExceeded' },
+      {
+        name: 'no free address',
+        op: 'create',
+        error: new LocalError('ADDRESS_RANGE_EXHAUSTED', 'no address of 127.0.3.0/24 is free'),
+        want: 'QuotaExceeded',
+      },
+      {
+        name: 'proxy exited while starting',
+        op: 'create',
+        error: new LocalError('START_FAILED', 'exited'),
+        want: 'Transient',
+      },
+      {
+        name: 'proxy did not answer in time',
+        op: 'create',
+        error: new LocalError('START_TIMEOUT', 'no answer'),
+        want: 'Transient',
+      },
+      {
+        name: 'too many open files',
+        op: 'list',
+        error: errno('EMFILE', 'scandir'),
+        want: 'Transient',
+      },
+      {
+        name: 'process would not die',
+        op: 'delete',
+        error: new LocalError('STOP_TIMEOUT', 'still there'),
+        want: 'Transient',
+      },
+    ],
+    classify: classifyLocal,
+    checkTargets: CHECK_TARGETS,
+    delayTarget: (target, ms) =>
+      c.delays.set(target === 'state-dir' ? 'checkStateDir' : 'bindable', ms),
+    checkScenarios: [
+      {
+        name: 'the folder is writable and the range bindable',
+        arrange: () => {},
+        want: 'Reachable',
+      },
+      {
+        name: 'the state folder is a file',
+        arrange: async () => {
+          await rm(dir, { recursive: true, force: true });
+          await writeFile(dir, 'not a folder\n');
+        },
+        want: 'StateDirNotWritable',
+        target: 'state-dir',
+      },
+      {
+        name: 'the address range cannot be bound',
+        arrange: () => {
+          c.failBind = errno('EADDRNOTAVAIL', 'listen');
+        },
+        want: 'AddressNotBindable',
+        target: 'address-range',
+      },
+      {
+        name: 'the folder is still fine when the range is not',
+        arrange: () => {
+          c.failBind = errno('EADDRNOTAVAIL', 'listen');
+        },
+        want: 'Reachable',
+        target: 'state-dir',
+      },
+    ],
+  };
+  return {
+    provider,
+    harness,
+    config,
+    cleanup: () => removeStateDir(dir),
+  };
+}
+
+/** An operating-system error as Node reports it. */
+export function errno(code: string, syscall: string): NodeJS.ErrnoException {
+  const err = new Error(`${code}: ${syscall} failed`) as NodeJS.ErrnoException;
+  err.code = code;
+  err.syscall = syscall;
+  return err;
+}

@@ -1,0 +1,59 @@
+// Peer: real proxy processes and state files (the production seam), with one seam call wrapped
+// to cancel the caller at the worst moment: right after the process is spawned.
+import { readFile } from 'node:fs/promises';
+import { createProvider, isNotFound, isTransient } from '@proxy-op/contract';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createProcessSeam, providerModule } from '../src/index.js';
+import { exists, killAllSpawned, removeStateDir, spawnedPids, testConfig } from './fixture.js';
+import { eventually } from './support.js';
+
+const dirs: string[] = [];
+
+afterAll(async () => {
+  await killAllSpawned();
+  for (const d of dirs) await removeStateDir(d);
+});
+
+describe('issue: a Create cancelled right after the spawn must not orphan the process', () => {
+  it('records the pid anyway, so a Delete stops the process', async () => {
+    const config = await testConfig({ addressRange: '127.0.7.0/24' });
+    dirs.push(config.stateDir);
+    const real = createProcessSeam(config);
+    const ac = new AbortController();
+    const seam = {
+      ...real,
+      spawn: async (record: Parameters<typeof real.spawn>[0], signal?: AbortSignal) => {
+        const pid = await real.spawn(record, signal);
+        spawnedPids.add(pid);
+        ac.abort();
+        return pid;
+      },
+    };
+    const provider = await createProvider(providerModule, 'local-c', config, { seam });
+    const req = {
+      name: 'proxy-cancelled',
+      namespace: 'default',
+      uid: 'uid-cancelled',
+      port: 3128,
+      cloudInit: new Uint8Array(),
+      placement: {},
+    };
+    const err = await provider.create(req, { signal: ac.signal }).catch((e: unknown) => e);
+    expect(isTransient(err)).toBe(true);
+    const file = `${config.stateDir}/proxy-cancelled.json`;
+    const pidOf = async () => (JSON.parse(await readFile(file, 'utf8')) as { pid?: number }).pid;
+    let pid: number | undefined;
+    expect(
+      await eventually(() => {
+        void pidOf().then((p) => {
+          pid = p;
+        });
+        return pid !== undefined;
+      }),
+    ).toBe(true);
+    expect(exists(pid as number)).toBe(true);
+    await provider.delete('processes/proxy-cancelled');
+    expect(exists(pid as number)).toBe(false);
+    expect(await provider.get('processes/proxy-cancelled').catch(isNotFound)).toBe(true);
+  }, 30_000);
+});
