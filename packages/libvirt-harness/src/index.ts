@@ -1,0 +1,405 @@
+/**
+ * Test support for the libvirt suites: a private `libvirtd` (and
+ * `virtlogd`) and an `sshd` on loopback, each in a temp dir, each stopped
+ * by `stop()` so no process outlives the suite.
+ *
+ * @module
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+
+/** Where the Debian packages put the daemons. */
+export const BINARIES = {
+  libvirtd: '/usr/sbin/libvirtd',
+  virtlogd: '/usr/sbin/virtlogd',
+  sshd: '/usr/sbin/sshd',
+  sshKeygen: '/usr/bin/ssh-keygen',
+  virsh: '/usr/bin/virsh',
+} as const;
+
+/** The executables the libvirtd suites need, for `describeWithPeers`. */
+export const LIBVIRTD_PEERS = ['libvirtd', 'virsh', 'qemu-img'] as const;
+/** The executables the SSH suites need, for `describeWithPeers`. */
+export const SSHD_PEERS = ['sshd', 'ssh-keygen'] as const;
+
+async function waitFor(
+  what: string,
+  ok: () => boolean | Promise<boolean>,
+  child: ChildProcess,
+  timeoutMs: number,
+  log: () => Promise<string>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ok())) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}):\n${await log()}`);
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${what} not ready within ${timeoutMs} ms:\n${await log()}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function stopChild(child: ChildProcess, timeoutMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function readOr(path: string): Promise<string> {
+  return readFile(path, 'utf8').catch(() => '');
+}
+
+/**
+ * Creates the `libvirt-qemu` group and user the QEMU driver insists on,
+ * when they are missing (needs root). Resolves whether they exist after.
+ */
+export async function ensureQemuUser(): Promise<boolean> {
+  const has = async (db: string, name: string) =>
+    exec('getent', [db, name]).then(
+      () => true,
+      () => false,
+    );
+  if (!(await has('group', 'libvirt-qemu'))) {
+    await exec('groupadd', ['-r', 'libvirt-qemu']).catch(() => {});
+  }
+  if (!(await has('passwd', 'libvirt-qemu'))) {
+    await exec('useradd', [
+      '-r',
+      '-g',
+      'libvirt-qemu',
+      '-M',
+      '-d',
+      '/var/lib/libvirt',
+      '-s',
+      '/usr/sbin/nologin',
+      'libvirt-qemu',
+    ]).catch(() => {});
+  }
+  return (await has('group', 'libvirt-qemu')) && (await has('passwd', 'libvirt-qemu'));
+}
+
+/**
+ * Shell lines that replace /dev in the current mount namespace with a tmpfs
+ * holding the host's devices except /dev/kvm (the host's /dev stays
+ * reachable at `hostdev`).
+ */
+function privateDev(hostdev: string): string[] {
+  const nodes = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'ptmx', 'net/tun'];
+  return [
+    `mount --rbind /dev "${hostdev}"`,
+    'mount -t tmpfs -o mode=755,nosuid tmpfs /dev',
+    'mkdir -p /dev/pts /dev/shm /dev/net /dev/mqueue',
+    ...nodes.map(
+      (n) =>
+        `if [ -e "${hostdev}/${n}" ]; then touch /dev/${n}; mount --bind "${hostdev}/${n}" /dev/${n}; fi`,
+    ),
+    `mount --rbind "${hostdev}/pts" /dev/pts`,
+    `mount --rbind "${hostdev}/shm" /dev/shm`,
+    `if [ -d "${hostdev}/mqueue" ]; then mount --rbind "${hostdev}/mqueue" /dev/mqueue; fi`,
+    'ln -s /proc/self/fd /dev/fd',
+    'ln -s /proc/self/fd/0 /dev/stdin',
+    'ln -s /proc/self/fd/1 /dev/stdout',
+    'ln -s /proc/self/fd/2 /dev/stderr',
+  ];
+}
+
+/** A running libvirtd. */
+export interface Libvirtd {
+  /** The temp dir holding its config, sockets, pid file and log. */
+  readonly dir: string;
+  /** The read-write socket. */
+  readonly socket: string;
+  /** The daemon's pid. */
+  readonly pid: number;
+  /** The log file (errors and warnings). */
+  readonly logFile: string;
+  /** A virsh `-c` URI for `driver` (`test:///default`, `qemu:///system`) through this daemon's socket. */
+  uri(driver: string): string;
+  /** Runs virsh against `driver` through this daemon; resolves with stdout. */
+  virsh(driver: string, args: readonly string[]): Promise<string>;
+  /** Sends a signal (e.g. `SIGKILL` for fault tests, `SIGSTOP`/`SIGCONT`). */
+  kill(signal: NodeJS.Signals): void;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>;
+  /**
+   * Destroys running QEMU guests, stops the daemon (and the virtlogd it
+   * started) and removes the temp dir unless `keepDir`.
+   */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startLibvirtd}. */
+export interface LibvirtdOptions {
+  /** A dir to work in; a new temp dir by default. */
+  dir?: string;
+  /** Keep the dir after `stop()` (for debugging). */
+  keepDir?: boolean;
+  /** Also start a virtlogd in the daemon's namespace (needed to start guests). */
+  virtlogd?: boolean;
+  /** Readiness timeout; 20 s by default. */
+  timeoutMs?: number;
+  /**
+   * Hide /dev/kvm from the daemon (true by default). Where /dev/kvm exists
+   * but KVM does not work (containers, nested sandboxes) libvirt 9 judges
+   * its cached QEMU capabilities outdated on every lookup and re-probes
+   * QEMU each time (tens of seconds per define); without the device it
+   * keeps one TCG probe. Pass false on hosts with working KVM.
+   */
+  hideKvm?: boolean;
+  /** Extra `libvirtd.conf` lines (e.g. `log_filters = "1:qemu"` with `log_outputs`), appended last. */
+  config?: readonly string[];
+}
+
+/**
+ * Starts libvirtd as root with a private socket dir and config in a temp
+ * dir (`auth_unix_rw = "none"`, no TCP or TLS listeners), after creating
+ * the `libvirt-qemu` user and group when missing. The daemon runs in its
+ * own mount namespace (`unshare`), over private copies of libvirt's state
+ * dirs, so several daemons can run at once. Resolves once the socket
+ * accepts connections.
+ */
+export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirtd> {
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-libvirtd-')));
+  await mkdir(dir, { recursive: true });
+  await ensureQemuUser();
+  const logFile = join(dir, 'libvirtd.log');
+  const conf = join(dir, 'libvirtd.conf');
+  await writeFile(
+    conf,
+    [
+      `unix_sock_dir = "${dir}"`,
+      'unix_sock_rw_perms = "0770"',
+      'auth_unix_rw = "none"',
+      'auth_unix_ro = "none"',
+      'listen_tcp = 0',
+      'listen_tls = 0',
+      `log_outputs = "3:file:${logFile}"`,
+      ...(opts.config ?? []),
+      '',
+    ].join('\n'),
+  );
+  // Each daemon runs in its own mount namespace with private /run/libvirt,
+  // /var/lib/libvirt, /var/log/libvirt and /etc/libvirt, so daemons of
+  // several suites can run at once and none leaves definitions behind.
+  const priv = join(dir, 'root');
+  for (const sub of ['run', 'lib', 'log', 'etc', 'hostdev']) {
+    await mkdir(join(priv, sub), { recursive: true });
+  }
+  if (existsSync('/etc/libvirt')) await exec('cp', ['-a', '/etc/libvirt/.', join(priv, 'etc')]);
+  const virtlogdPid = join(dir, 'virtlogd.pid');
+  const script = [
+    'set -e',
+    'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
+    `mount --bind "${join(priv, 'run')}" /run/libvirt`,
+    `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
+    `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,
+    `mount --bind "${join(priv, 'etc')}" /etc/libvirt`,
+    ...(opts.hideKvm !== false && existsSync('/dev/kvm') ? privateDev(join(priv, 'hostdev')) : []),
+    opts.virtlogd ? `${BINARIES.virtlogd} --pid-file "${virtlogdPid}" &` : ':',
+    `exec ${BINARIES.libvirtd} --config "${conf}" --pid-file "${join(dir, 'libvirtd.pid')}"`,
+  ].join('\n');
+  const socket = join(dir, 'libvirt-sock');
+  const child = spawn(
+    'unshare',
+    ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  const stopLogd = async () => {
+    const pid = Number((await readOr(virtlogdPid)).trim());
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  const exited = once(child, 'exit').then(() => {});
+  const uri = (driver: string) => {
+    const [scheme, rest] = driver.split('://');
+    return `${scheme}+unix://${rest}?socket=${socket}`;
+  };
+  const virsh = async (driver: string, args: readonly string[]) =>
+    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
+  try {
+    await waitFor(
+      'libvirtd',
+      async () =>
+        existsSync(socket) &&
+        (await exec(BINARIES.virsh, ['-c', uri('test:///default'), 'version']).then(
+          () => true,
+          () => false,
+        )),
+      child,
+      opts.timeoutMs ?? 20_000,
+      async () => `${stderr}\n${await readOr(logFile)}`,
+    );
+  } catch (err) {
+    await stopChild(child);
+    await stopLogd();
+    if (!opts.keepDir && opts.dir === undefined) await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    dir,
+    socket,
+    pid: child.pid ?? -1,
+    logFile,
+    uri,
+    virsh,
+    kill: (signal) => {
+      child.kill(signal);
+    },
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        // Guests outlive libvirtd: destroy any still running first.
+        const names = await virsh('qemu:///system', ['list', '--name']).catch(() => '');
+        for (const n of names
+          .split('\n')
+          .map((x) => x.trim())
+          .filter(Boolean)) {
+          await virsh('qemu:///system', ['destroy', n]).catch(() => {});
+        }
+      }
+      await stopChild(child);
+      await stopLogd();
+      if (!opts.keepDir) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const addr = srv.address();
+  srv.close();
+  await once(srv, 'close');
+  if (addr === null || typeof addr === 'string') throw new Error('no port');
+  return addr.port;
+}
+
+/** A running sshd on loopback. */
+export interface Sshd {
+  /** Always `127.0.0.1`. */
+  readonly host: string;
+  /** The port it listens on. */
+  readonly port: number;
+  /** The user to log in as (the current user; root here). */
+  readonly username: string;
+  /** The client's private key (OpenSSH format, no passphrase). */
+  readonly clientKey: string;
+  /** The server's public host key line (`ssh-ed25519 AAAA...`). */
+  readonly hostPublicKey: string;
+  /** A known_hosts file naming this server (`[127.0.0.1]:port key`). */
+  readonly knownHostsFile: string;
+  /** The temp dir holding keys, config and log. */
+  readonly dir: string;
+  /** What sshd logged so far (it logs to stderr, kept in memory). */
+  log(): string;
+  /** Stops sshd and removes the temp dir. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `sshd -D` on 127.0.0.1 with generated host and client keys in a
+ * temp dir: key auth only, stream-local forwarding allowed, so a client can
+ * open `direct-streamlocal` channels to a libvirt socket.
+ */
+export async function startSshd(
+  opts: { dir?: string; port?: number; timeoutMs?: number } = {},
+): Promise<Sshd> {
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-sshd-')));
+  await mkdir(dir, { recursive: true });
+  await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+  const hostKey = join(dir, 'host_ed25519');
+  const clientKeyFile = join(dir, 'client_ed25519');
+  await exec(BINARIES.sshKeygen, ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey]);
+  await exec(BINARIES.sshKeygen, ['-q', '-t', 'ed25519', '-N', '', '-f', clientKeyFile]);
+  const authorized = join(dir, 'authorized_keys');
+  await writeFile(authorized, await readFile(`${clientKeyFile}.pub`, 'utf8'), { mode: 0o600 });
+  const port = opts.port ?? (await freePort());
+  const username = (await exec('id', ['-un'])).stdout.trim();
+  const config = join(dir, 'sshd_config');
+  await writeFile(
+    config,
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${hostKey}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${authorized}`,
+      'PubkeyAuthentication yes',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'PermitRootLogin prohibit-password',
+      'UsePAM no',
+      'StrictModes no',
+      'AllowStreamLocalForwarding yes',
+      'X11Forwarding no',
+      'MaxStartups 50',
+      'LogLevel VERBOSE',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(BINARIES.sshd, ['-D', '-e', '-f', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    log += d;
+  });
+  const hostPublicKey = (await readFile(`${hostKey}.pub`, 'utf8')).trim();
+  const knownHostsFile = join(dir, 'known_hosts');
+  const [type, key] = hostPublicKey.split(/\s+/);
+  await writeFile(knownHostsFile, `[127.0.0.1]:${port} ${type} ${key}\n`);
+  try {
+    await waitFor(
+      'sshd',
+      () => log.includes('Server listening'),
+      child,
+      opts.timeoutMs ?? 10_000,
+      async () => log,
+    );
+  } catch (err) {
+    await stopChild(child);
+    if (opts.dir === undefined) await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    host: '127.0.0.1',
+    port,
+    username,
+    clientKey: await readFile(clientKeyFile, 'utf8'),
+    hostPublicKey,
+    knownHostsFile,
+    dir,
+    log: () => log,
+    async stop() {
+      await stopChild(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
