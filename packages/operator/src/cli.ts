@@ -5,6 +5,10 @@
  *
  * @module
  */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@proxy-op/contract';
 import type { LevelWithSilent } from 'pino';
@@ -12,9 +16,13 @@ import { checkProvider } from './health.js';
 import { createLogger } from './log.js';
 import { Operator, type OperatorOptions } from './operator.js';
 import {
+  DEFAULT_PROVIDER,
+  defaultProvidersConfig,
   loadProvidersFile,
   ProviderRegistry,
   ProviderSet,
+  type ProvidersConfig,
+  standaloneProviders,
   watchProvidersFile,
 } from './providers.js';
 import { defaultStateFile, readStateFile, StandaloneStore } from './standalone.js';
@@ -23,6 +31,7 @@ const USAGE = `usage: proxy-op <command> [flags]
 
 commands:
   run --standalone DIR   reconcile the Proxy manifests in DIR (state in DIR.state.json)
+  down --standalone DIR  delete every Proxy of DIR's state file and its proxy, then exit
   check                  run every provider's health check once; exit 1 when a target is not ready
   validate               validate the providers file (and, with --standalone, the manifests)
   status --standalone DIR
@@ -35,7 +44,8 @@ Run "proxy-op <command> --help" for the command's flags.
 const RUN_HELP = `usage: proxy-op run --standalone DIR [flags]
 
   --standalone DIR          folder of Proxy manifests (required: the Kubernetes store comes later)
-  --providers FILE          providers file (default providers.yaml)
+  --providers FILE          providers file (default providers.yaml when it exists; without one,
+                            or when it lists none, the built-in "local" provider)
   --state FILE              state file (default DIR.state.json, beside DIR)
   --listen HOST:PORT        /metrics, /healthz, /readyz address (default 127.0.0.1:9464; "off" disables)
   --workers N               concurrent reconciles (default 3)
@@ -60,6 +70,14 @@ const RUN_HELP = `usage: proxy-op run --standalone DIR [flags]
                             0 when all are Ready, 1 otherwise
 
 Durations: 500ms, 10s, 5m, 1h (or 0).
+`;
+
+const DOWN_HELP = `usage: proxy-op down --standalone DIR [--providers FILE] [--state FILE] [flags]
+
+Deletes every Proxy recorded in the state file (DIR.state.json, or --state) and
+its proxy, as if DIR were empty, then exits: 0 when the state is empty, 1
+otherwise. The manifests in DIR are left alone: the next "run" creates them
+again. It takes the providers the same way as "run", and its flags.
 `;
 
 /** Parses a duration (`500ms`, `10s`, `5m`, `1h`, `0`) into milliseconds. */
@@ -99,21 +117,45 @@ function age(from: string, now: number): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
-async function loadProviders(path: string, registry: ProviderRegistry) {
-  const load = await loadProvidersFile(path, registry);
-  if (!load.ok) {
-    process.stderr.write(`${path}: invalid providers file:\n`);
-    for (const p of load.problems) process.stderr.write(`  ${p}\n`);
+const DEFAULT_PROVIDERS_FILE = 'providers.yaml';
+
+/** The providers file's outcome: its config (undefined when there is no file), or invalid. */
+type ProvidersRead =
+  | { readonly ok: true; readonly file: string; readonly config: ProvidersConfig | undefined }
+  | { readonly ok: false; readonly file: string; readonly problems: readonly string[] };
+
+/**
+ * Reads the providers file: `--providers FILE` must exist; without the flag,
+ * `providers.yaml` in the current folder is read when it exists, and its
+ * absence means "no file" (the built-in `local` provider then applies).
+ */
+async function readProviders(
+  explicit: string | undefined,
+  registry: ProviderRegistry,
+): Promise<ProvidersRead> {
+  const file = explicit ?? DEFAULT_PROVIDERS_FILE;
+  if (explicit === undefined && !existsSync(file)) return { ok: true, file, config: undefined };
+  const load = await loadProvidersFile(file, registry);
+  return load.ok
+    ? { ok: true, file, config: load.config }
+    : { ok: false, file, problems: load.problems };
+}
+
+async function loadProviders(explicit: string | undefined, registry: ProviderRegistry) {
+  const read = await readProviders(explicit, registry);
+  if (!read.ok) {
+    process.stderr.write(`${read.file}: invalid providers file:\n`);
+    for (const p of read.problems) process.stderr.write(`  ${p}\n`);
     return undefined;
   }
-  return load.config;
+  return read;
 }
 
 async function cmdValidate(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      providers: { type: 'string', default: 'providers.yaml' },
+      providers: { type: 'string' },
       standalone: { type: 'string' },
       help: { type: 'boolean' },
     },
@@ -125,11 +167,16 @@ async function cmdValidate(argv: string[]): Promise<number> {
     return 0;
   }
   let bad = false;
-  const config = await loadProviders(values.providers, new ProviderRegistry());
-  if (config === undefined) bad = true;
-  else {
+  const read = await loadProviders(values.providers, new ProviderRegistry());
+  if (read === undefined) bad = true;
+  else if (read.config === undefined) {
     process.stdout.write(
-      `${values.providers}: ok (installation ${config.installation}, ${config.providers.length} providers)\n`,
+      `no ${read.file}: the built-in "${DEFAULT_PROVIDER}" provider (installation default)\n`,
+    );
+  } else {
+    const { installation, providers } = read.config;
+    process.stdout.write(
+      `${read.file}: ok (installation ${installation}, ${providers.length} providers${providers.length === 0 ? `; the built-in "${DEFAULT_PROVIDER}" provider applies` : ''})\n`,
     );
   }
   if (values.standalone !== undefined) {
@@ -148,7 +195,7 @@ async function cmdCheck(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      providers: { type: 'string', default: 'providers.yaml' },
+      providers: { type: 'string' },
       timeout: { type: 'string', default: '10s' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
@@ -161,8 +208,13 @@ async function cmdCheck(argv: string[]): Promise<number> {
     return 0;
   }
   const timeout = parseDuration(values.timeout);
-  const config = await loadProviders(values.providers, new ProviderRegistry());
-  if (config === undefined) return 2;
+  const registry = new ProviderRegistry();
+  const read = await loadProviders(values.providers, registry);
+  if (read === undefined) return 2;
+  const config =
+    read.config !== undefined && read.config.providers.length > 0
+      ? read.config
+      : await defaultProvidersConfig(registry, read.config?.installation);
   const set = new ProviderSet();
   const applied = await set.apply(config);
   for (const p of applied.problems) process.stderr.write(`${p}\n`);
@@ -250,14 +302,14 @@ async function cmdStatus(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function cmdRun(argv: string[]): Promise<number> {
+async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       standalone: { type: 'string' },
-      providers: { type: 'string', default: 'providers.yaml' },
+      providers: { type: 'string' },
       state: { type: 'string' },
-      listen: { type: 'string', default: '127.0.0.1:9464' },
+      listen: { type: 'string', default: mode === 'down' ? 'off' : '127.0.0.1:9464' },
       workers: { type: 'string', default: '3' },
       'deletion-poll': { type: 'string', default: '5s' },
       'provisioning-poll': { type: 'string', default: '10s' },
@@ -281,14 +333,15 @@ async function cmdRun(argv: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    process.stdout.write(RUN_HELP);
+    process.stdout.write(mode === 'down' ? DOWN_HELP : RUN_HELP);
     return 0;
   }
   if (values.standalone === undefined) {
     throw new UsageError(
-      'run needs --standalone DIR: the Kubernetes store is not part of this release yet',
+      `${mode} needs --standalone DIR: the Kubernetes store is not part of this release yet`,
     );
   }
+  const once = values.once || mode === 'down';
   const workers = Number(values.workers);
   if (!Number.isInteger(workers) || workers < 1) {
     throw new UsageError('--workers must be a positive integer');
@@ -322,17 +375,31 @@ async function cmdRun(argv: string[]): Promise<number> {
 
   const logger: Logger = createLogger({ level });
   const registry = new ProviderRegistry();
-  const config = await loadProviders(values.providers, registry);
-  if (config === undefined) return 2;
+  const stateFile = resolve(values.state ?? defaultStateFile(values.standalone));
+  const read = await loadProviders(values.providers, registry);
+  if (read === undefined) return 2;
+  const config = await standaloneProviders(read.config, registry, stateFile);
+  if (read.config === undefined || read.config.providers.length === 0) {
+    logger.info(
+      { provider: DEFAULT_PROVIDER, block: config.providers[0]?.block },
+      `${read.config === undefined ? `no providers file (${read.file})` : `${read.file} lists no provider`}: using the built-in "${DEFAULT_PROVIDER}" provider`,
+    );
+  }
+  // `down` reconciles the state file against an empty folder: every Proxy in it is deleted.
+  const emptyDir = mode === 'down' ? await mkdtemp(join(tmpdir(), 'proxy-op-down-')) : undefined;
   // The metrics SDK is loaded only when something serves it.
   const telemetry = values.listen === 'off' ? undefined : await import('./telemetry.js');
   const metrics = telemetry?.createPrometheusMetrics();
   const providers = new ProviderSet({ logger, meter: metrics?.meter });
   const store = await StandaloneStore.open({
-    dir: values.standalone,
-    stateFile: values.state,
+    dir: emptyDir ?? values.standalone,
+    stateFile,
     rescanMs,
+    watch: mode === 'run',
     logger,
+  }).catch(async (err: unknown) => {
+    if (emptyDir !== undefined) await rm(emptyDir, { recursive: true, force: true });
+    throw err;
   });
   const operator = new Operator({ store, providers, logger, meter: metrics?.meter }, opts);
   const applied = await operator.applyProviders(config);
@@ -346,24 +413,26 @@ async function cmdRun(argv: string[]): Promise<number> {
   operator.start();
   ready = true;
   logger.info(
-    { dir: store.dir, stateFile: store.stateFile, proxies: store.list().length },
-    'proxy-op running in standalone mode',
+    { dir: resolve(values.standalone), stateFile: store.stateFile, proxies: store.list().length },
+    mode === 'down'
+      ? 'proxy-op deleting every Proxy of the state file'
+      : 'proxy-op running in standalone mode',
   );
 
   let reloading = Promise.resolve();
   const stopWatch = watchProvidersFile(
-    values.providers,
+    read.file,
     () => {
       reloading = reloading.then(async () => {
-        const load = await loadProvidersFile(values.providers, registry);
-        if (!load.ok) {
+        const again = await readProviders(values.providers, registry);
+        if (!again.ok) {
           logger.error(
-            { problems: load.problems },
+            { problems: again.problems },
             'providers file is invalid; keeping the old one',
           );
           return;
         }
-        await operator.applyProviders(load.config);
+        await operator.applyProviders(await standaloneProviders(again.config, registry, stateFile));
       });
     },
     providersPollMs,
@@ -374,19 +443,22 @@ async function cmdRun(argv: string[]): Promise<number> {
     const stop = () => resolve(0);
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    if (values.once) {
+    if (once) {
       const t = setInterval(() => {
         if (operator.settled()) {
           clearInterval(t);
-          const allReady = store.list().every((p) => p.status.phase === 'Ready');
-          resolve(allReady ? 0 : 1);
+          const done =
+            mode === 'down'
+              ? store.list().length === 0
+              : store.list().every((p) => p.status.phase === 'Ready');
+          resolve(done ? 0 : 1);
         }
       }, 20);
     }
   });
   view.stop();
   stopWatch();
-  if (values.once && (opts.gcIntervalMs ?? 0) > 0) {
+  if (once && (opts.gcIntervalMs ?? 0) > 0) {
     // One last GC pass, so a run with --once also collects what a crash left behind.
     await operator.runGc();
   }
@@ -396,6 +468,7 @@ async function cmdRun(argv: string[]): Promise<number> {
   await providers.close();
   if (http !== undefined) await new Promise((r) => http?.server.close(r));
   await metrics?.shutdown();
+  if (emptyDir !== undefined) await rm(emptyDir, { recursive: true, force: true });
   logger.info({ exitCode }, 'proxy-op stopped');
   return exitCode;
 }
@@ -474,6 +547,8 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'run':
         return await cmdRun(rest);
+      case 'down':
+        return await cmdRun(rest, 'down');
       case 'check':
         return await cmdCheck(rest);
       case 'validate':

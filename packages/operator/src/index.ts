@@ -23,7 +23,10 @@ export {
   type AnyProviderModule,
   builtinProviders,
   type ConfiguredProvider,
+  DEFAULT_PROVIDER,
+  defaultProvidersConfig,
   loadProvidersFile,
+  localStateDir,
   type ProviderEntry,
   ProviderRegistry,
   ProviderSet,
@@ -32,6 +35,7 @@ export {
   type ProvidersLoad,
   parseProvidersConfig,
   type RegistryEntry,
+  standaloneProviders,
   watchProvidersFile,
 } from './providers.js';
 export {

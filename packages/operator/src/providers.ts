@@ -9,7 +9,7 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   createProvider,
@@ -23,6 +23,7 @@ import {
   profileProblems,
   silentLogger,
 } from '@proxy-op/contract';
+import { providerModule as localProviderModule } from '@proxy-op/provider-local';
 import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import { canonicalJson } from './cloudinit.js';
 
@@ -40,13 +41,18 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const PACKAGE_NAME = /^(@[a-z0-9][-a-z0-9._~]*\/)?[a-z0-9][-a-z0-9._~]*(\/[-a-z0-9._~/]+)?$/;
 
 /**
- * The built-in provider modules, by type. None of the production providers
- * has been published yet, so the list is empty; a provider package can be
- * named by its npm name in the `type` field meanwhile.
+ * The built-in provider modules, by type: `local` (`@proxy-op/provider-local`,
+ * proxies as processes on this machine). Other provider packages are named
+ * by their npm name in the `type` field.
  */
 export function builtinProviders(): ReadonlyMap<string, RegistryEntry> {
-  return new Map();
+  return new Map([
+    [localProviderModule.type, { module: localProviderModule as unknown as AnyProviderModule }],
+  ]);
 }
+
+/** The name (and type) of the provider used when no providers file configures any. */
+export const DEFAULT_PROVIDER = 'local';
 
 function isModule(m: unknown): m is AnyProviderModule {
   return (
@@ -409,4 +415,66 @@ export function watchProvidersFile(
   };
   watchFile(path, { interval: intervalMs, persistent: false }, listener);
   return () => unwatchFile(path, listener);
+}
+
+/**
+ * The providers config used when there is no providers file, or the file
+ * lists no provider: the file's installation (default `default`) and one
+ * provider named `local` of the built-in type `local`, with its defaults.
+ */
+export async function defaultProvidersConfig(
+  registry: ProviderRegistry,
+  installation: string = DEFAULT_INSTALLATION,
+): Promise<ProvidersConfig> {
+  const entry = await registry.resolve(DEFAULT_PROVIDER, process.cwd());
+  return {
+    installation,
+    providers: [
+      {
+        name: DEFAULT_PROVIDER,
+        type: DEFAULT_PROVIDER,
+        moduleType: entry.module.type,
+        entry,
+        block: undefined,
+      },
+    ],
+  };
+}
+
+/**
+ * The state folder the standalone operator gives a `local` provider whose
+ * block sets no `stateDir`: beside the state file, named after it and the
+ * provider (`proxies.state.json` and provider `local` give
+ * `proxies.state.local/`).
+ */
+export function localStateDir(stateFile: string, provider: string): string {
+  const abs = resolve(stateFile);
+  return join(dirname(abs), `${basename(abs).replace(/\.json$/, '')}.${provider}`);
+}
+
+/**
+ * The providers a standalone operator runs with: `config` itself, or
+ * {@link defaultProvidersConfig} when it lists no provider; and every
+ * `local` provider without a `stateDir` keeps its instances beside the
+ * state file ({@link localStateDir}), so operators with different state
+ * files never share (or garbage-collect) each other's processes.
+ */
+export async function standaloneProviders(
+  config: ProvidersConfig | undefined,
+  registry: ProviderRegistry,
+  stateFile: string,
+): Promise<ProvidersConfig> {
+  const base =
+    config === undefined || config.providers.length === 0
+      ? await defaultProvidersConfig(registry, config?.installation)
+      : config;
+  return {
+    installation: base.installation,
+    providers: base.providers.map((p) => {
+      if (p.moduleType !== localProviderModule.type) return p;
+      const block = (p.block ?? {}) as Record<string, unknown>;
+      if (typeof block !== 'object' || block.stateDir !== undefined) return p;
+      return { ...p, block: { ...block, stateDir: localStateDir(stateFile, p.name) } };
+    }),
+  };
 }

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ProcessRun, runProcess } from '@proxy-op/testkit';
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+// The command as npm links it (package.json `bin`), which runs the built dist/cli.js.
+const CLI = fileURLToPath(new URL('../bin/proxy-op.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/file-provider.mjs', import.meta.url));
 
 /** What a finished CLI run gave. */
@@ -17,13 +18,19 @@ export function runCli(
   args: string[],
   env: Record<string, string> = {},
   timeoutMs = 20_000,
+  cwd?: string,
 ): Promise<CliRun> {
-  return runProcess(process.execPath, [CLI, ...args], { env, timeoutMs });
+  return runProcess(process.execPath, [CLI, ...args], {
+    env,
+    timeoutMs,
+    ...(cwd === undefined ? {} : { cwd }),
+  });
 }
 
 /** A running CLI whose JSON log lines can be waited for. */
-export function spawnCli(args: string[], env: Record<string, string> = {}) {
+export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?: string) {
   const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -83,6 +90,7 @@ export function spawnCli(args: string[], env: Record<string, string> = {}) {
   );
   return {
     exit,
+    pid: child.pid,
     kill: (sig: NodeJS.Signals) => child.kill(sig),
     waitForLog: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 10_000) =>
       waitIn(logs, pick, ms),

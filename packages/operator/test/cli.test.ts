@@ -1,5 +1,5 @@
-// Peer: the built binary (node dist/cli.js) as a user runs it, with a file-backed reference provider.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+// Peer: the `proxy-op` command as a user runs it (bin/proxy-op.js, running the built dist/cli.js), with a file-backed reference provider.
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type CliWorkspace, cliWorkspace, runCli, spawnCli } from './cli-support.js';
 
@@ -15,6 +15,17 @@ describe('proxy-op CLI', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unknown command "frobnicate"');
     expect(r.stderr).toContain('run --standalone DIR');
+  });
+
+  it('is linked from a committed file, so npm ci links it before the first build', async () => {
+    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as {
+      bin: Record<string, string>;
+      files: string[];
+    };
+    expect(pkg.bin).toEqual({ 'proxy-op': './bin/proxy-op.js' });
+    expect(pkg.files).toContain('bin');
+    const mode = (await stat(new URL('../bin/proxy-op.js', import.meta.url))).mode;
+    expect(mode & 0o111).not.toBe(0);
   });
 
   it('refuses run without --standalone (exit 2)', async () => {
@@ -58,6 +69,21 @@ describe('proxy-op CLI', () => {
       /^PROVIDER\s+TYPE\s+TARGET\s+READY\s+REASON\s+MESSAGE$/,
     );
     expect(r.stdout).toMatch(/lab\s+memory-file\s+zone-a\s+yes\s+Reachable/);
+  });
+
+  it('without a providers file, validate and check use the built-in local provider', async () => {
+    // ws.dir (the manifests folder) has no providers.yaml: the built-in default applies.
+    const v = await runCli(['validate', '--standalone', '.'], {}, 20_000, ws.dir);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toContain('no providers.yaml: the built-in "local" provider');
+    const c = await runCli(['check'], {}, 20_000, ws.dir);
+    expect(c.code).toBe(0);
+    expect(c.stdout).toMatch(/local\s+local\s+state-dir\s+yes\s+Reachable/);
+    expect(c.stdout).toMatch(/local\s+local\s+address-range\s+yes\s+Reachable/);
+    // An explicit --providers FILE must exist.
+    const missing = await runCli(['check', '--providers', 'nope.yaml'], {}, 20_000, ws.dir);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nope.yaml: invalid providers file');
   });
 
   it('check exits 1 and says why when a target is not ready', async () => {

@@ -5,10 +5,14 @@ import { join } from 'node:path';
 import { memoryProfile } from '@proxy-op/providertest/reference';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  builtinProviders,
+  DEFAULT_PROVIDER,
   loadProvidersFile,
+  localStateDir,
   ProviderRegistry,
   ProviderSet,
   parseProvidersConfig,
+  standaloneProviders,
   watchProvidersFile,
 } from '../src/index.js';
 import { ScriptedBackend, testRegistry } from './support.js';
@@ -182,5 +186,46 @@ describe('providers file', () => {
     expect(changed).toBeGreaterThan(0);
     const missing = await loadProvidersFile(join(dir, 'nope.yaml'), registry);
     expect(missing.ok).toBe(false);
+  });
+});
+
+describe('the built-in local provider as the standalone default', () => {
+  const { registry } = testRegistry({ scripted: new ScriptedBackend() });
+  const stateFile = join(dir, 'proxies.state.json');
+
+  it('is built in under type local', async () => {
+    expect([...builtinProviders().keys()]).toEqual(['local']);
+    expect(new ProviderRegistry().types()).toEqual(['local']);
+    const load = await parseProvidersConfig(
+      'providers:\n  - name: here\n    type: local\n    local: { addressRange: 127.0.9.0/24 }\n',
+      new ProviderRegistry(),
+    );
+    expect(load.ok).toBe(true);
+  });
+
+  it('applies when there is no providers file or it lists none, keeping its installation', async () => {
+    for (const config of [undefined, { installation: 'site-1', providers: [] as const }] as const) {
+      const got = await standaloneProviders(config, registry, stateFile);
+      expect(got.installation).toBe(config?.installation ?? 'default');
+      expect(got.providers.map((p) => [p.name, p.type, p.moduleType, p.block])).toEqual([
+        [DEFAULT_PROVIDER, 'local', 'local', { stateDir: join(dir, 'proxies.state.local') }],
+      ]);
+    }
+    expect(localStateDir('/x/y/state', 'p')).toBe('/x/y/state.p');
+  });
+
+  it("keeps a file's providers, giving a local one without stateDir the folder beside the state file", async () => {
+    const load = await parseProvidersConfig(
+      'installation: lab\nproviders:\n  - name: mem\n    type: memory\n  - name: one\n    type: local\n    local: { zone: z }\n  - name: two\n    type: local\n    local: { stateDir: /srv/two }\n',
+      registry,
+    );
+    if (!load.ok) throw new Error(load.problems.join());
+    const got = await standaloneProviders(load.config, registry, stateFile);
+    expect(got.installation).toBe('lab');
+    expect(got.providers.map((p) => [p.name, p.block])).toEqual([
+      ['mem', undefined],
+      ['one', { zone: 'z', stateDir: join(dir, 'proxies.state.one') }],
+      ['two', { stateDir: '/srv/two' }],
+    ]);
   });
 });
