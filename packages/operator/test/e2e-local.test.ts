@@ -1,5 +1,3 @@
-// Peer: the built `proxy-op` CLI run with the root README's commands on a copy of examples/standalone, the built-in local provider's real proxy processes, and a local HTTP and HTTPS origin (certificate from the openssl CLI). All traffic stays on 127.0.0.0/8.
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
@@ -9,8 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { describeWithPeers } from '@proxy-op/testkit';
+import { describeWithPeers, selfSignedCert } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { runCli, spawnCli } from './cli-support.js';
@@ -159,30 +156,6 @@ function listen(server: Server): Promise<number> {
   });
 }
 
-async function selfSignedCert(dir: string): Promise<{ key: string; cert: string }> {
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  ]);
-  return {
-    key: await readFile(join(dir, 'key.pem'), 'utf8'),
-    cert: await readFile(join(dir, 'cert.pem'), 'utf8'),
-  };
-}
-
 const REFUSED_SOURCE = '127.0.0.77';
 
 describe('examples/standalone', () => {
@@ -242,7 +215,7 @@ describeWithPeers(
       stateFile = join(copy, 'proxies.state.json');
       stateDir = join(copy, 'proxies.state.local');
 
-      const tls = await selfSignedCert(root);
+      const tls = await selfSignedCert();
       ca = tls.cert;
       const origin = createHttpServer((req, res) => {
         res.end(`origin ${req.method} ${req.url} via ${req.headers.via ?? '-'}`);

@@ -12,7 +12,13 @@ import {
   MarkKey,
   type Provider,
 } from '@proxy-op/contract';
-import type { BackendHarness, ConformanceDeps, Gate } from '@proxy-op/providertest';
+import {
+  abortable,
+  type BackendHarness,
+  type ConformanceDeps,
+  createGate,
+  type HarnessGate,
+} from '@proxy-op/providertest';
 import {
   CHECK_TARGETS,
   classifyLocal,
@@ -67,47 +73,11 @@ type Method = keyof LocalSeam;
 
 interface Controls {
   calls: number;
-  blocker: { skip: number; gate: OpenGate } | undefined;
-  killHolds: Map<string, OpenGate>;
+  blocker: { skip: number; gate: HarnessGate } | undefined;
+  killHolds: Map<string, HarnessGate>;
   answering: Set<string>;
   failBind: NodeJS.ErrnoException | undefined;
   delays: Map<Method, number>;
-}
-
-interface OpenGate extends Gate {
-  hit(): void;
-  readonly open: Promise<void>;
-}
-
-function gate(): OpenGate {
-  let hit!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((r) => {
-    hit = r;
-  });
-  const open = new Promise<void>((r) => {
-    release = r;
-  });
-  return { reached, open, hit, release };
-}
-
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** Wraps the production seam with the harness's controls. */
@@ -123,8 +93,7 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
       if (b !== undefined) {
         if (b.skip > 0) b.skip--;
         else {
-          b.gate.hit();
-          await abortable(b.gate.open, signal);
+          await b.gate.hold(signal);
         }
       }
       const delay = c.delays.get(method);
@@ -150,8 +119,7 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
       const hold = c.killHolds.get(name);
       if (hold !== undefined) {
         c.killHolds.delete(name);
-        hold.hit();
-        await abortable(hold.open, signal);
+        await hold.hold(signal);
       }
       return real.kill(name, pid, signal);
     }),
@@ -299,7 +267,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
       await writeRecord(id, r);
     },
     holdNextDelete: (id) => {
-      const g = gate();
+      const g = createGate();
       c.killHolds.set(localId.mustParse(id, 'harness', 'delete').name, g);
       return { reached: g.reached, release: () => g.release() };
     },
@@ -326,7 +294,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
       await plant(name, marks, 'starting');
     },
     blockCalls: (skip) => {
-      const g = gate();
+      const g = createGate();
       c.blocker = { skip, gate: g };
       return {
         reached: g.reached,

@@ -1,13 +1,12 @@
 // Test support (not a test file): the proxy program spawned as a child process, local origins,
 // and raw-socket helpers. All traffic stays on 127.0.0.0/8.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { probeHealth, proxyProgramPath } from '../src/seam.js';
 import { spawnedPids } from './fixture.js';
 
@@ -260,32 +259,4 @@ export function viaProxy(
   });
 }
 
-/** Makes a self-signed certificate for 127.0.0.1 with the `openssl` CLI in a temp folder. */
-export async function selfSignedCert(): Promise<{ key: string; cert: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'provider-local-tls-'));
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  ]);
-  try {
-    return {
-      key: await readFile(join(dir, 'key.pem'), 'utf8'),
-      cert: await readFile(join(dir, 'cert.pem'), 'utf8'),
-    };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+export { selfSignedCert } from '@proxy-op/testkit';

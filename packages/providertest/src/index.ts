@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export type { ConformanceTestApi } from './api.js';
+export { abortable, createGate, type HarnessGate } from './gate.js';
 export type {
   BackendHarness,
   CheckScenario,

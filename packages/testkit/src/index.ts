@@ -11,3 +11,4 @@ export {
   runReadmeExample,
 } from './readme.js';
 export { describeReadme } from './readme-suite.js';
+export { selfSignedCert } from './tls.js';

@@ -2,6 +2,7 @@
 // Both test doubles sit on it: the HTTPS fake (https-fake.ts) and the seam
 // fake (fake-api.ts), so each behaviour is written once. Messages and shapes
 // follow what a PVE 9.2 host answers.
+import { createGate, type Gate, type HarnessGate } from '@proxy-op/providertest';
 
 /** A failure as Proxmox answers it: status, message and (for a 400) field errors. */
 export class PveError extends Error {
@@ -48,23 +49,6 @@ export interface ModelTask {
   apply: () => string;
 }
 
-export interface Gate {
-  readonly reached: Promise<void>;
-  release(): void;
-}
-
-function gate(): Gate & { reach(): void; released: Promise<void> } {
-  let reach!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((r) => {
-    reach = r;
-  });
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  return { reached, released, reach, release };
-}
-
 export interface StorageModel {
   active: number;
   content: string;
@@ -101,11 +85,11 @@ export class PveModel {
   readonly nodeDelay = new Map<string, number>();
   /** Next exit status per task type, e.g. `qmstart` -> `WARNINGS: 1`. */
   readonly nextExit = new Map<string, string>();
-  #gates: { after: number; g: ReturnType<typeof gate> }[] = [];
+  #gates: { after: number; g: HarnessGate }[] = [];
   #taskHolds: {
     match: (t: ModelTask, vmid: number | undefined) => boolean;
     vmid?: number;
-    g: ReturnType<typeof gate>;
+    g: HarnessGate;
   }[] = [];
 
   constructor(opts: { nodes?: string[]; token: string }) {
@@ -131,7 +115,7 @@ export class PveModel {
 
   /** Blocks calls after `skip` more calls, until released. */
   blockCalls(skip: number): Gate {
-    const g = gate();
+    const g = createGate();
     this.#gates.push({ after: this.calls.length + skip, g });
     return g;
   }
@@ -150,7 +134,7 @@ export class PveModel {
 
   /** Holds the next task of `type` (for `vmid`, if given) running until released. */
   holdNextTask(type: string, vmid?: number): Gate {
-    const g = gate();
+    const g = createGate();
     this.#taskHolds.push({
       match: (t, v) => t.type === type && (vmid === undefined || v === vmid),
       ...(vmid === undefined ? {} : { vmid }),

@@ -1,3 +1,6 @@
+import { abortable, createGate, type HarnessGate } from '../gate.js';
+import type { Gate } from '../harness.js';
+
 /**
  * The reference provider's backend: an in-memory hypervisor with the
  * behaviours real ones have (locks, deletes that take time, unknown states,
@@ -56,23 +59,6 @@ export interface MemorySeam {
   list(signal?: AbortSignal): Promise<VmRecord[]>;
 }
 
-interface Gate {
-  readonly reached: Promise<void>;
-  release(): void;
-}
-
-function gate(): Gate & { hit(): void; readonly open: Promise<void> } {
-  let hit!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((r) => {
-    hit = r;
-  });
-  const open = new Promise<void>((r) => {
-    release = r;
-  });
-  return { reached, open, hit, release };
-}
-
 /**
  * The in-memory backend and its controls. The seam methods are what the
  * provider may call; everything else is for the harness.
@@ -86,8 +72,8 @@ export class MemoryBackend {
   private presented: string;
   private unreachable = new Set<string>();
   private delays = new Map<string, number>();
-  private blocker: { skip: number; gate: ReturnType<typeof gate> } | undefined;
-  private deleteHolds = new Map<string, ReturnType<typeof gate>>();
+  private blocker: { skip: number; gate: HarnessGate } | undefined;
+  private deleteHolds = new Map<string, HarnessGate>();
   private nextIp = 10;
 
   constructor(opts: { token: string; presentedToken?: string }) {
@@ -138,8 +124,7 @@ export class MemoryBackend {
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
           if (hold !== undefined) {
             this.deleteHolds.delete(name);
-            hold.hit();
-            await hold.open;
+            await hold.hold();
           }
           this.vms.delete(name);
         });
@@ -167,8 +152,7 @@ export class MemoryBackend {
     if (b !== undefined) {
       if (b.skip > 0) b.skip--;
       else {
-        b.gate.hit();
-        await abortable(b.gate.open, signal);
+        await b.gate.hold(signal);
       }
     }
     await Promise.resolve();
@@ -180,7 +164,7 @@ export class MemoryBackend {
 
   /** Blocks calls after the next `skip` until released. */
   blockCalls(skip: number): Gate {
-    const g = gate();
+    const g = createGate();
     this.blocker = { skip, gate: g };
     return {
       reached: g.reached,
@@ -193,7 +177,7 @@ export class MemoryBackend {
 
   /** The next destroy of `name` stops half-way until released. */
   holdNextDelete(name: string): Gate {
-    const g = gate();
+    const g = createGate();
     this.deleteHolds.set(name, g);
     return { reached: g.reached, release: () => g.release() };
   }
@@ -219,24 +203,4 @@ export class MemoryBackend {
   plant(vm: VmRecord): void {
     this.vms.set(vm.name, vm);
   }
-}
-
-/** Waits for `p`, or rejects with the signal's reason when it fires first. */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

@@ -1,0 +1,59 @@
+/**
+ * Building blocks for harnesses: a gate that holds backend calls until
+ * released, and a wait that gives up when a signal fires.
+ *
+ * @module
+ */
+import type { Gate } from './harness.js';
+
+/** A {@link Gate} with the side a harness's backend uses. */
+export interface HarnessGate extends Gate {
+  /** Resolves once `release()` is called. */
+  readonly released: Promise<void>;
+  /** Marks the gate reached (resolves `reached`). */
+  reach(): void;
+  /** Marks the gate reached, then waits for `release()`, or rejects with the signal's reason. */
+  hold(signal?: AbortSignal): Promise<void>;
+}
+
+/** Makes a {@link HarnessGate}: what `blockCalls` and `holdNextDelete` return. */
+export function createGate(): HarnessGate {
+  let reach!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((r) => {
+    reach = r;
+  });
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  return {
+    reached,
+    released,
+    reach,
+    release,
+    hold(signal) {
+      reach();
+      return abortable(released, signal);
+    },
+  };
+}
+
+/** Waits for `p`, or rejects with the signal's own reason as soon as it fires. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
