@@ -403,3 +403,13 @@ export async function startSshd(
     },
   };
 }
+
+export {
+  buildTestGuest,
+  findGuestKernel,
+  TEST_GUEST_MARK,
+  TEST_GUEST_MODULES,
+  TEST_GUEST_PEERS,
+  type TestGuest,
+  type TestGuestOptions,
+} from './guest.js';

@@ -1,11 +1,22 @@
 // Peer: the real daemons this package starts (Debian libvirt-daemon, openssh-server).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describeWithPeers } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { LIBVIRTD_PEERS, SSHD_PEERS, startLibvirtd, startSshd } from '../src/index.js';
+import {
+  buildTestGuest,
+  LIBVIRTD_PEERS,
+  SSHD_PEERS,
+  startLibvirtd,
+  startSshd,
+  TEST_GUEST_MARK,
+  TEST_GUEST_PEERS,
+} from '../src/index.js';
 
 const { expect, it } = vitest;
 const exec = promisify(execFile);
@@ -65,5 +76,71 @@ describeWithPeers(vitest, 'startSshd', [...SSHD_PEERS], () => {
     });
     expect(refused).toBe(true);
     expect(existsSync(s.dir)).toBe(false);
+  });
+});
+
+describeWithPeers(vitest, 'buildTestGuest', [...TEST_GUEST_PEERS], () => {
+  it('builds a BIOS-bootable qcow2 from the installed packages once, then serves it from the cache', {
+    timeout: 180_000,
+  }, async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), 'proxy-op-guest-cache-'));
+    try {
+      const first = await buildTestGuest({ cacheDir });
+      expect(first.built).toBe(true);
+      expect(first.path.startsWith(cacheDir)).toBe(true);
+      expect(basename(first.path)).toContain(first.kernelVersion);
+      const info = JSON.parse(
+        (await exec('qemu-img', ['info', '--output=json', first.path])).stdout,
+      ) as { format: string; 'virtual-size': number };
+      expect(info.format).toBe('qcow2');
+      expect(info['virtual-size']).toBe(49 * 1024 * 1024);
+
+      // The disk: SYSLINUX's MBR code, one bootable partition at 1 MiB.
+      const raw = join(cacheDir, 'disk.raw');
+      await exec('qemu-img', ['convert', '-O', 'raw', first.path, raw]);
+      const mbr = (await readFile(raw)).subarray(0, 512);
+      expect(mbr.readUInt16LE(510)).toBe(0xaa55);
+      const syslinuxMbr = await readFile('/usr/lib/syslinux/mbr/mbr.bin');
+      expect(mbr.subarray(0, 440).equals(syslinuxMbr.subarray(0, 440))).toBe(true);
+      const table = JSON.parse((await exec('sfdisk', ['--json', raw])).stdout) as {
+        partitiontable: { label: string; partitions: { start: number; bootable?: boolean }[] };
+      };
+      expect(table.partitiontable.label).toBe('dos');
+      expect(table.partitiontable.partitions).toMatchObject([{ start: 2048, bootable: true }]);
+
+      // The FAT partition holds the kernel, the initramfs and SYSLINUX.
+      const files = (await exec('mdir', ['-a', '-b', '-i', `${raw}@@1M`, '::'])).stdout;
+      for (const f of ['VMLINUZ', 'INITRD.GZ', 'SYSLINUX.CFG', 'LDLINUX.SYS', 'LDLINUX.C32']) {
+        expect(files.toUpperCase()).toContain(f);
+      }
+      const listing = (
+        await exec('/bin/sh', [
+          '-ec',
+          `mtype -i "${raw}@@1M" ::initrd.gz > "${cacheDir}/initrd.gz"; gzip -dc "${cacheDir}/initrd.gz" | cpio --quiet -it`,
+        ])
+      ).stdout.split('\n');
+      expect(listing).toEqual(
+        expect.arrayContaining(['init', 'bin/busybox', 'usr/sbin/qemu-ga', 'lib/modules/order']),
+      );
+      for (const m of ['virtio_pci.ko', 'virtio_console.ko', 'sr_mod.ko', 'isofs.ko']) {
+        expect(listing).toContain(`lib/modules/${m}`);
+      }
+      const init = (
+        await exec('/bin/sh', [
+          '-ec',
+          `gzip -dc "${cacheDir}/initrd.gz" | cpio --quiet -i --to-stdout init`,
+        ])
+      ).stdout;
+      expect(init).toContain(`M=${TEST_GUEST_MARK}`);
+      expect(init).toContain('org.qemu.guest_agent.0');
+      await rm(raw);
+      await rm(join(cacheDir, 'initrd.gz'));
+
+      const second = await buildTestGuest({ cacheDir });
+      expect(second).toEqual({ ...first, built: false, buildMs: 0 });
+      expect(await readdir(cacheDir)).toEqual([basename(first.path)]);
+    } finally {
+      await rm(cacheDir, { recursive: true, force: true });
+    }
   });
 });
