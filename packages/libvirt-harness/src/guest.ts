@@ -73,8 +73,8 @@ const PARTITION_MIB = 48;
  *   mounted: found by busybox `findfs`, or else by reading the ISO 9660
  *   label of each CD-ROM and virtio disk. busybox's probe reads the first
  *   0x11000 bytes of a device at once and gives up on anything smaller, so
- *   it misses seeds under 68 KiB (a typical `@proxy-op/nocloud` seed is
- *   56 KiB; a genisoimage one, padded, 366 KiB); the label read finds them;
+ *   it misses volumes under 68 KiB (`@proxy-op/nocloud` pads its seeds to
+ *   that size); the label read finds those too;
  * - `file <name> <bytes> <sha256>` for each file on the seed;
  * - `begin <name>`, the file in base64, `end <name>` for each file;
  * - `address <ipv4>/<prefix>` once DHCP configured eth0;

@@ -24,6 +24,7 @@ export {
   MAX_INSTANCE_ID_LENGTH,
   MAX_SEED_FILE_BYTES,
   SEED_LABEL,
+  SEED_MIN_BYTES,
   type SeedFile,
   type SeedOptions,
   seedFiles,

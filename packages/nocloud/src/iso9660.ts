@@ -43,6 +43,11 @@ export interface BuildIsoOptions {
    * Must fall in 1900..2155 (what a directory record can hold).
    */
   readonly date?: Date;
+  /**
+   * The smallest volume to write, in bytes (rounded up to whole sectors);
+   * the space after the last file is zeros. Defaults to 0: no padding.
+   */
+  readonly minimumBytes?: number;
 }
 
 const LABEL_RE = /^[A-Za-z0-9_-]+$/;
@@ -82,7 +87,8 @@ interface Entry {
  * level 3), one root directory with Rock Ridge (RRIP 1.10) entries in the
  * primary tree and long names in the Joliet tree, both trees sharing the
  * file extents, and the four path tables. No subdirectories, no boot
- * record, no padding beyond the last sector.
+ * record, and no padding beyond the last sector unless `minimumBytes` asks
+ * for it.
  *
  * The output depends only on the options: files are sorted by name and
  * every timestamp is `date`. Throws {@link NoCloudError} for a bad label
@@ -108,6 +114,12 @@ export function buildISO(options: BuildIsoOptions): Uint8Array {
   }
   const date = checkDate(options.date, 'buildISO: date');
   checkLabel(label, 'label');
+  const minimumBytes = options.minimumBytes ?? 0;
+  if (!Number.isInteger(minimumBytes) || minimumBytes < 0 || minimumBytes > MAX_ISO_BYTES) {
+    throw new TypeError(
+      `buildISO: minimumBytes must be a whole number from 0 to ${MAX_ISO_BYTES}, got ${describe(minimumBytes)}`,
+    );
+  }
 
   const entries = prepareEntries(files);
 
@@ -132,7 +144,7 @@ export function buildISO(options: BuildIsoOptions): Uint8Array {
     e.extent = next;
     next += Math.ceil(e.data.byteLength / SECTOR_BYTES);
   }
-  const sectors = next;
+  const sectors = Math.max(next, Math.ceil(minimumBytes / SECTOR_BYTES));
   const out = new Uint8Array(sectors * SECTOR_BYTES);
 
   const rootBytes = rootSectors * SECTOR_BYTES;

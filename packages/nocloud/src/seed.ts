@@ -58,6 +58,12 @@ export interface SeedOptions {
   readonly label?: string;
   /** The time recorded in the volume; defaults to 1970-01-01T00:00:00Z. */
   readonly date?: Date;
+  /**
+   * The smallest seed to write, in bytes; defaults to {@link SEED_MIN_BYTES}
+   * so that probes which skip small devices still find the label. 0 writes
+   * the smallest volume the files allow.
+   */
+  readonly minimumBytes?: number;
 }
 
 /** One file of a seed, as {@link seedFiles} returns it. */
@@ -100,10 +106,21 @@ const HOST_LABEL_RE = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$/;
 export function buildSeedISO(options: SeedOptions): Uint8Array {
   const files = seedFiles(options);
   const label = options.label ?? SEED_LABEL;
+  const minimumBytes = options.minimumBytes ?? SEED_MIN_BYTES;
   return buildISO(
-    options.date === undefined ? { label, files } : { label, files, date: options.date },
+    options.date === undefined
+      ? { label, files, minimumBytes }
+      : { label, files, minimumBytes, date: options.date },
   );
 }
+
+/**
+ * The default smallest seed, 68 KiB (0x11000 bytes). busybox's `findfs`
+ * and `blkid` (used by small initramfs images to find `LABEL=cidata`) read
+ * this much when probing a device and skip any device that is smaller, so
+ * a seed shorter than this would be invisible to them.
+ */
+export const SEED_MIN_BYTES = 0x11000;
 
 /**
  * The files of a seed, checked, in the order `user-data`, `meta-data`,

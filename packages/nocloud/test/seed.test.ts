@@ -7,6 +7,7 @@ import {
   GUEST_AGENT_SCRIPT,
   MAX_SEED_FILE_BYTES,
   NoCloudError,
+  SEED_MIN_BYTES,
   type SeedOptions,
   seedFiles,
 } from '../src/index.js';
@@ -47,7 +48,24 @@ describe('buildSeedISO', () => {
       userData: '#cloud-config\n',
       networkConfig: 'version: 2\n',
     });
-    expect(iso.byteLength).toBeLessThanOrEqual(64 * 1024);
+    expect(iso.byteLength).toBeLessThanOrEqual(72 * 1024);
+    expect(iso.byteLength).toBeGreaterThanOrEqual(SEED_MIN_BYTES);
+  });
+
+  it('is padded with zeros to 68 KiB, so busybox findfs sees it; 0 turns that off', () => {
+    const opts: SeedOptions = { instanceId: 'proxy-a', userData: '#cloud-config\n' };
+    const padded = buildSeedISO(opts);
+    const bare = buildSeedISO({ ...opts, minimumBytes: 0 });
+    expect(bare.byteLength).toBeLessThan(SEED_MIN_BYTES);
+    expect(padded.byteLength).toBe(SEED_MIN_BYTES);
+    expect(padded.subarray(bare.byteLength).every((b) => b === 0)).toBe(true);
+    // The volume size in the primary descriptor counts the padding (both-endian, offset 80).
+    const pvd = Buffer.from(padded.subarray(16 * 2048, 17 * 2048));
+    expect(pvd.readUInt32LE(80) * 2048).toBe(padded.byteLength);
+    expect(readISO(padded).rockRidge.get('user-data')?.data).toEqual(
+      new TextEncoder().encode('#cloud-config\n'),
+    );
+    expect(() => buildSeedISO({ ...opts, minimumBytes: -1 })).toThrow(TypeError);
   });
 
   it('is deterministic, and takes an injected date', () => {
