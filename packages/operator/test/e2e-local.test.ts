@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import { describeWithPeers, selfSignedCert } from '@proxy-op/testkit';
+import { describeWithPeers, openTunnel, selfSignedCert } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { runCli, spawnCli } from './cli-support.js';
@@ -88,34 +88,6 @@ function viaProxy(
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       },
     );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** A CONNECT request through the proxy; resolves with the status and the tunnel's socket. */
-function tunnel(
-  proxy: Endpoint,
-  target: string,
-  localAddress: string,
-): Promise<{ status: number; socket: Socket }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: proxy.address,
-      port: proxy.port,
-      method: 'CONNECT',
-      path: target,
-      agent: false,
-      localAddress,
-    });
-    req.on('connect', (res, socket, head) => {
-      if (head.length > 0) socket.unshift(head);
-      resolve({ status: res.statusCode ?? 0, socket });
-    });
-    req.on('response', (res) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, socket: res.socket });
-    });
     req.on('error', reject);
     req.end();
   });
@@ -299,7 +271,7 @@ describeWithPeers(
         const proxy = endpoints.get(name) as Endpoint;
         const plain = await viaProxy(proxy, `http://127.0.0.1:${originPort}/hello`, '127.0.0.1');
         expect(plain).toEqual({ status: 200, body: 'origin GET /hello via 1.1 proxy-op' });
-        const t = await tunnel(proxy, `127.0.0.1:${tlsPort}`, '127.0.0.1');
+        const t = await openTunnel(proxy, `127.0.0.1:${tlsPort}`, { localAddress: '127.0.0.1' });
         expect(t.status).toBe(200);
         const secure = await httpsOverTunnel(t.socket, ca, `/secret-${name}`);
         expect(secure).toMatch(/^HTTP\/1\.1 200/);
@@ -311,7 +283,7 @@ describeWithPeers(
       const api = endpoints.get('api') as Endpoint;
       const refused = await viaProxy(api, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE);
       expect(refused.status).toBe(403);
-      const t = await tunnel(api, `127.0.0.1:${tlsPort}`, REFUSED_SOURCE);
+      const t = await openTunnel(api, `127.0.0.1:${tlsPort}`, { localAddress: REFUSED_SOURCE });
       expect(t.status).toBe(403);
       t.socket.destroy();
       // The same source is fine for `web`, whose allowedSources is 127.0.0.0/8.

@@ -176,33 +176,7 @@ export function rawExchange(
 }
 
 /** Opens a CONNECT tunnel through the proxy; resolves with the socket and the status line. */
-export function tunnel(
-  proxy: { address: string; port: number },
-  target: string,
-  opts: { localAddress?: string } = {},
-): Promise<{ status: number; socket: Socket }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: proxy.address,
-      port: proxy.port,
-      method: 'CONNECT',
-      path: target,
-      agent: false,
-      localAddress: opts.localAddress,
-    });
-    req.on('connect', (res, socket, head) => {
-      // Bytes the origin sent right after the 200 arrive with it; put them back.
-      if (head.length > 0) socket.unshift(head);
-      resolve({ status: res.statusCode ?? 0, socket });
-    });
-    req.on('response', (res) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, socket: res.socket });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+export { openTunnel as tunnel } from '@proxy-op/testkit';
 
 /**
  * A CONNECT tunnel on a raw socket that allows half-open connections (the

@@ -1,0 +1,37 @@
+import { request } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * Opens a CONNECT tunnel to `target` (`host:port`) through a forward proxy.
+ * Resolves with the proxy's status and, on 200, the tunnel's socket (any
+ * bytes that arrived with the answer are put back on it). A refusal (403,
+ * 407, ...) resolves too, with the status; only a failed connection
+ * rejects. `localAddress` picks the client's source address, to test
+ * `allowedSources` from another loopback address.
+ */
+export function openTunnel(
+  proxy: { address: string; port: number },
+  target: string,
+  opts: { localAddress?: string | undefined } = {},
+): Promise<{ status: number; socket: Socket }> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: proxy.address,
+      port: proxy.port,
+      method: 'CONNECT',
+      path: target,
+      agent: false,
+      ...(opts.localAddress === undefined ? {} : { localAddress: opts.localAddress }),
+    });
+    req.on('connect', (res, socket, head) => {
+      if (head.length > 0) socket.unshift(head);
+      resolve({ status: res.statusCode ?? 0, socket });
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, socket: res.socket });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
