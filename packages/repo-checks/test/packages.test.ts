@@ -2,7 +2,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type PackedProject, packIntoProject } from '@proxy-op/testkit';
+import { type PackedProject, packIntoProject, parseReadmeExamples } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -79,6 +79,15 @@ describe('published packages', () => {
   }
 });
 
+// Every README example, as a user would paste it into their project: type-checked there.
+const examples = Object.fromEntries(
+  published.flatMap(({ dir }) =>
+    parseReadmeExamples(readFileSync(join(root, 'packages', dir, 'README.md'), 'utf8')).map(
+      (ex, i) => [`readme-${dir}-${i + 1}.ts`, `${ex.source}\nexport {};\n`],
+    ),
+  ),
+);
+
 describe('packed into a project outside the repo', () => {
   let project: PackedProject;
   const entries = published.flatMap(({ manifest: m }) =>
@@ -103,6 +112,7 @@ describe('packed into a project outside the repo', () => {
           `console.log(JSON.stringify([${entries.map((_, i) => `Object.keys(m${i}).length`).join(', ')}]));`,
         ].join('\n'),
         'types.ts': entries.map((e, i) => `export * as m${i} from '${e}';`).join('\n'),
+        ...examples,
         'tsconfig.json': JSON.stringify({
           compilerOptions: {
             target: 'es2023',
@@ -114,7 +124,7 @@ describe('packed into a project outside the repo', () => {
             types: ['node'],
             lib: ['es2023', 'dom', 'esnext.disposable'],
           },
-          files: ['types.ts'],
+          files: ['types.ts', ...Object.keys(examples)],
         }),
       },
     });
@@ -147,7 +157,8 @@ describe('packed into a project outside the repo', () => {
     for (const [i, n] of counts.entries()) expect(n, entries[i]).toBeGreaterThan(0);
   });
 
-  it('every exports entry type-checks with its declarations', async () => {
+  it('every exports entry, and every README example, type-checks with the declarations', async () => {
+    expect(Object.keys(examples).length).toBeGreaterThanOrEqual(published.length);
     const tsc = join(root, 'node_modules/.bin/tsc');
     await expect(project.run(tsc, ['-p', 'tsconfig.json'])).resolves.toBeDefined();
   }, 120_000);
