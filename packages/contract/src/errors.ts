@@ -20,16 +20,22 @@ export const ErrorClass = {
   QuotaExceeded: 'QuotaExceeded',
 } as const satisfies Record<ErrorClass, ErrorClass>;
 
-/** Stable machine-readable codes, one per class. They never change within a major version. */
+/**
+ * Stable machine-readable codes: one per class, plus `MalformedAnswer`, the
+ * Transient code of a backend answer the provider could not read (a list
+ * that is `null`, a 200 that is not JSON). They never change within a major
+ * version.
+ */
 export const ErrorCode = {
   NotFound: 'PROVIDER_NOT_FOUND',
   Transient: 'PROVIDER_TRANSIENT',
   Permanent: 'PROVIDER_PERMANENT',
   QuotaExceeded: 'PROVIDER_QUOTA_EXCEEDED',
-} as const satisfies Record<ErrorClass, string>;
+  MalformedAnswer: 'PROVIDER_MALFORMED_ANSWER',
+} as const satisfies Record<ErrorClass | 'MalformedAnswer', string>;
 
 /** One of the values of {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[ErrorClass];
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /**
  * The operation that failed: one of the four methods, the Checker, or a
@@ -120,6 +126,19 @@ export class NotFoundError extends ProviderError {
 export class TransientError extends ProviderError {
   constructor(options: ProviderErrorOptions) {
     super('Transient', options);
+  }
+}
+
+/**
+ * A backend answer the provider could not read: Transient, with code
+ * `PROVIDER_MALFORMED_ANSWER` and the parse failure as `cause`. The
+ * operation shell turns any `TypeError`, `SyntaxError` or `RangeError`
+ * raised inside an operation into one.
+ */
+export class MalformedAnswerError extends TransientError {
+  constructor(options: ProviderErrorOptions) {
+    super(options);
+    (this as { code: ErrorCode }).code = ErrorCode.MalformedAnswer;
   }
 }
 

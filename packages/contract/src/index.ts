@@ -18,6 +18,7 @@ export {
   isPermanent,
   isQuotaExceeded,
   isTransient,
+  MalformedAnswerError,
   NotFoundError,
   notFound,
   type Operation,
@@ -38,6 +39,7 @@ export {
   adoptionProblem,
   belongsTo,
   DEFAULT_INSTALLATION,
+  deletionProblem,
   formatMark,
   formatMarkTime,
   installationProblem,
@@ -59,6 +61,7 @@ export {
   type ProviderDeps,
   type ProviderModule,
   requireOneOf,
+  type ShellDeps,
   systemClock,
   validateConfig,
 } from './module.js';
@@ -76,8 +79,31 @@ export {
 export { PROFILE_AXES, type Profile, profileProblems } from './profile.js';
 export { type CheckedCreateRequest, checkCreateRequest, listInstallation } from './request.js';
 export {
+  encodedForms,
+  MIN_SECRET_LENGTH,
+  REDACTED,
+  redactingLogger,
+  SecretSet,
+} from './secrets.js';
+export {
+  type CheckAnswer,
+  type CheckContext,
+  type CheckTarget,
+  type DeleteContext,
+  type FunnelOptions,
+  type IdParser,
+  type ImplementationChecker,
+  type OperationContext,
+  operationShell,
+  type ProviderImplementation,
+  type ShellOperation,
+  type ShellOptions,
+  toOperationError,
+} from './shell.js';
+export {
   type Checker,
   type CreateRequest,
+  type DeleteOptions,
   type Instance,
   type ListOptions,
   type Placement,

@@ -116,3 +116,23 @@ export function adoptionProblem(
   }
   return undefined;
 }
+
+/**
+ * The Delete rule of contract §2.3: Delete removes an instance only when it
+ * carries the managed mark and, where the caller names them, the same
+ * installation and the same (or an empty) UID. Returns why the instance is
+ * not the caller's, or undefined when Delete may remove it.
+ */
+export function deletionProblem(
+  mark: Mark | undefined,
+  owner: { readonly uid?: string | undefined; readonly installation?: string | undefined } = {},
+): string | undefined {
+  if (mark === undefined) return 'it carries no proxy-op ownership mark';
+  if (owner.installation !== undefined && mark.installation !== owner.installation) {
+    return `it belongs to installation "${mark.installation}", not "${owner.installation}"`;
+  }
+  if (owner.uid !== undefined && mark.uid !== '' && mark.uid !== owner.uid) {
+    return `it belongs to UID ${mark.uid}, not ${owner.uid}`;
+  }
+  return undefined;
+}

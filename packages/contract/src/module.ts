@@ -1,8 +1,10 @@
 import type { Meter, Tracer } from '@opentelemetry/api';
-import { PermanentError } from './errors.js';
-import type { Logger } from './logger.js';
+import { type ErrorClass, type Operation, PermanentError } from './errors.js';
+import { type Logger, silentLogger } from './logger.js';
 import { observe } from './observe.js';
 import { type Profile, profileProblems } from './profile.js';
+import { redactingLogger, SecretSet } from './secrets.js';
+import { operationShell, type ProviderImplementation } from './shell.js';
 import type { Provider } from './types.js';
 
 /** One problem found by a config schema. */
@@ -52,11 +54,30 @@ export interface ProviderDeps {
 }
 
 /**
+ * What `createProvider` adds to the caller's dependencies before it hands
+ * them to `module.create`.
+ */
+export interface ShellDeps {
+  /** The logger to write to: the caller's (or a silent one), redacting `secrets`. */
+  readonly logger: Logger;
+  /**
+   * Add every credential read at run time (a token file's content, a
+   * password): the shell redacts them from errors, log lines and Checker
+   * results, in plain, base64, hex and URL-encoded form.
+   */
+  readonly secrets: SecretSet;
+}
+
+/**
  * What a provider package exports (as its default export and as
  * `providerModule`): the operator loads providers by `type` or by package
  * name through this shape, and a third-party provider plugs in the same way.
  */
-export interface ProviderModule<Config = unknown, Deps extends ProviderDeps = ProviderDeps> {
+export interface ProviderModule<
+  Config = unknown,
+  Deps extends ProviderDeps = ProviderDeps,
+  Id = unknown,
+> {
   /** The type name used in providers files (`proxmox`, `kvm2`, `local`). */
   readonly type: string;
   /** Validates a config block and fills in its defaults. */
@@ -64,10 +85,17 @@ export interface ProviderModule<Config = unknown, Deps extends ProviderDeps = Pr
   /** The provider's choices on the contract's axes. */
   readonly profile: Profile;
   /**
-   * Builds a provider from a configured name and a validated block. Never
-   * touches the network (contract §1.1).
+   * The classify table (§5): the class of a backend failure, for anything
+   * an operation throws that is not already a ProviderError. Unknown
+   * failures are Transient.
    */
-  create(name: string, config: Config, deps: Deps): Provider;
+  classify(op: Operation, err: unknown): ErrorClass;
+  /**
+   * Builds the provider's backend logic from a configured name and a
+   * validated block; `createProvider` wraps it in the operation shell.
+   * Never touches the network (contract §1.1).
+   */
+  create(name: string, config: Config, deps: Deps & ShellDeps): ProviderImplementation<Id>;
 }
 
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -116,18 +144,28 @@ export class ConfigError extends Error {
 /**
  * Builds a ready-to-use provider from a module: checks the name and the
  * module's shape, validates the config block (rejecting with a
- * {@link ConfigError} that lists every issue), calls `module.create`, and
- * wraps the result with {@link observe}. This is how the operator builds
- * providers, and how a tool author should.
+ * {@link ConfigError} that lists every issue), calls `module.create` with
+ * the caller's dependencies plus a redacting logger and a {@link SecretSet},
+ * wraps the result in the operation shell (signal check, per-name lock,
+ * error funnel, redaction, Checker policy) and then with {@link observe}.
+ * This is how the operator builds providers, and how a tool author should.
  */
-export async function createProvider<Config, Deps extends ProviderDeps>(
-  module: ProviderModule<Config, Deps>,
+export async function createProvider<Config, Deps extends ProviderDeps, Id>(
+  module: ProviderModule<Config, Deps, Id>,
   name: string,
   config: unknown,
   deps: Deps,
 ): Promise<Provider> {
-  if (module === null || typeof module !== 'object' || typeof module.create !== 'function') {
-    throw new TypeError('createProvider: module must be a ProviderModule');
+  if (
+    module === null ||
+    typeof module !== 'object' ||
+    typeof module.create !== 'function' ||
+    typeof module.classify !== 'function' ||
+    typeof module.type !== 'string'
+  ) {
+    throw new TypeError(
+      'createProvider: module must be a ProviderModule (type, configSchema, profile, classify, create)',
+    );
   }
   if (typeof name !== 'string' || !NAME_RE.test(name)) {
     throw new ConfigError([
@@ -137,13 +175,17 @@ export async function createProvider<Config, Deps extends ProviderDeps>(
   const problems = profileProblems(module.profile);
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `${module.type}: ${p}`));
   const valid = await validateConfig(module.configSchema, config, module.type);
-  const provider = module.create(name, valid, deps);
-  if (provider.name !== name) {
+  const secrets = new SecretSet();
+  const logger = redactingLogger(deps?.logger ?? silentLogger, secrets);
+  const impl = module.create(name, valid, { ...deps, logger, secrets });
+  if (impl === null || typeof impl !== 'object' || typeof impl.ids?.parse !== 'function') {
     throw new TypeError(
-      `createProvider: ${module.type} module built a provider named "${provider.name}", not "${name}"`,
+      `createProvider: the ${module.type} module's create must return a ProviderImplementation (ids, lockKey, create, get, delete, list)`,
     );
   }
-  return observe(provider, deps);
+  const classify = module.classify.bind(module);
+  const shell = operationShell(impl, { name, type: module.type, classify, secrets });
+  return observe(shell, { ...deps, logger });
 }
 
 /** Throws a Permanent error naming `field` when `value` is not one of `allowed`. */

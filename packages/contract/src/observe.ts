@@ -8,10 +8,11 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { abortedError, type CallOptions } from './abort.js';
-import { type Operation, ProviderError, toProviderError } from './errors.js';
+import type { CallOptions } from './abort.js';
+import { type Operation, ProviderError } from './errors.js';
 import { type Logger, silentLogger, traceFields } from './logger.js';
-import type { CreateRequest, ListOptions, Provider, TargetResult } from './types.js';
+import { toOperationError } from './shell.js';
+import type { CreateRequest, DeleteOptions, ListOptions, Provider, TargetResult } from './types.js';
 
 const INSTRUMENTATION = '@proxy-op/contract';
 
@@ -52,10 +53,10 @@ export interface Telemetry {
  * Wraps a provider with the contract's observability (§9): one span per
  * operation carrying the provider's name and type and, on failure, the error
  * class; an operation counter and a duration histogram; one debug log line
- * per outcome with `traceId` and `spanId`. It also holds the error rule: any
- * failure that is not a ProviderError (or a TypeError for misuse) leaves as
- * a Transient ProviderError, and a failure after the signal fired is the
- * Transient cancellation error. Apply it once, where the provider is built.
+ * per outcome with `traceId` and `spanId`. Failures pass through the same
+ * funnel as the operation shell's ({@link toOperationError}, with
+ * `TypeError` as misuse), so a plain provider's errors leave as
+ * ProviderErrors too. `createProvider` applies it over the shell.
  */
 export function observe(provider: Provider, telemetry: Telemetry = {}): Provider {
   const tracer = telemetry.tracer ?? trace.getTracer(INSTRUMENTATION);
@@ -152,7 +153,7 @@ export function observe(provider: Provider, telemetry: Telemetry = {}): Provider
         provider.get(id, opts),
       );
     },
-    delete(id: string, opts?: CallOptions) {
+    delete(id: string, opts?: DeleteOptions) {
       return run('delete', opts?.signal, { [Attr.InstanceId]: String(id) }, { id }, () =>
         provider.delete(id, opts),
       );
@@ -177,10 +178,7 @@ function normalise(
   signal: AbortSignal | undefined,
   thrown: unknown,
 ): unknown {
-  if (ProviderError.isInstance(thrown)) return toProviderError(provider, op, thrown);
-  if (thrown instanceof TypeError || thrown instanceof RangeError) return thrown;
-  if (signal?.aborted) return abortedError(provider, op, signal);
-  return toProviderError(provider, op, thrown);
+  return toOperationError(thrown, { provider, op, signal, typeErrors: 'misuse' });
 }
 
 /**

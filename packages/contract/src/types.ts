@@ -62,6 +62,19 @@ export interface Instance {
   readonly installation?: string | undefined;
 }
 
+/**
+ * Options of `delete`. The owner fields protect an instance that took the
+ * name after the caller last looked: when set, Delete leaves alone (and
+ * succeeds) an instance whose mark names another installation, or another
+ * non-empty UID. An instance without the managed mark is always left alone.
+ */
+export interface DeleteOptions extends CallOptions {
+  /** The UID the caller expects in the mark (the Proxy's, or the one ListByTag returned). */
+  readonly uid?: string | undefined;
+  /** The installation the caller expects in the mark. */
+  readonly installation?: string | undefined;
+}
+
 /** Options of `listByTag`. */
 export interface ListOptions extends CallOptions {
   /** Whose instances to list; omitted means the default installation. */
@@ -114,8 +127,12 @@ export interface Provider {
   create(req: CreateRequest, opts?: CallOptions): Promise<string>;
   /** Reads the instance back from the backend. Gone is NotFound. */
   get(id: string, opts?: CallOptions): Promise<Instance>;
-  /** Idempotent; deleting what is gone succeeds. */
-  delete(id: string, opts?: CallOptions): Promise<void>;
+  /**
+   * Idempotent; deleting what is gone succeeds. An instance at the ID that
+   * is not ours (no managed mark, or another owner than `opts` names) is
+   * left alone and the call succeeds.
+   */
+  delete(id: string, opts?: DeleteOptions): Promise<void>;
   /** Every instance with this installation's managed mark. */
   listByTag(opts?: ListOptions): Promise<Instance[]>;
   /** The health check, when the provider has one. */

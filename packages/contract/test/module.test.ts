@@ -10,6 +10,7 @@ import {
   type Logger,
   PROFILE_AXES,
   type Profile,
+  type ProviderDeps,
   type ProviderModule,
   profileProblems,
   silentLogger,
@@ -55,17 +56,21 @@ const schema: ConfigSchema<{ size: number }> = {
   },
 };
 
-const mod: ProviderModule<{ size: number }> = {
+const mod: ProviderModule<{ size: number }, ProviderDeps, string> = {
   type: 'fake',
   configSchema: schema,
   profile,
-  create: (name) => ({
-    name,
-    type: 'fake',
-    create: async () => 'id',
-    get: async (id) => ({ id, uid: '', createdAt: new Date(0) }),
+  classify: () => 'Transient',
+  create: () => ({
+    ids: {
+      parse: (id) => (id.startsWith('boxes/') ? id.slice(6) : undefined),
+      shape: 'boxes/<name>',
+    },
+    lockKey: (name) => name,
+    create: async (req) => `boxes/${req.name}`,
+    get: async (name) => ({ id: `boxes/${name}`, uid: '', createdAt: new Date(0) }),
     delete: async () => {},
-    listByTag: async () => [],
+    list: async () => [],
   }),
 };
 
@@ -120,7 +125,27 @@ describe('createProvider', () => {
   it('validates, builds and observes', async () => {
     const p = await createProvider(mod, 'fake-a', { size: 3 }, {});
     expect(p.name).toBe('fake-a');
-    await expect(p.create({} as never)).resolves.toBe('id');
+    const req = {
+      name: 'proxy-a',
+      namespace: 'ns',
+      uid: 'u1',
+      port: 3128,
+      cloudInit: new Uint8Array(),
+      placement: {},
+    };
+    await expect(p.create(req)).resolves.toBe('boxes/proxy-a');
+    await expect(p.get('boxes/proxy-a')).resolves.toMatchObject({ id: 'boxes/proxy-a' });
+    const err = await p.get('crates/x').catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'PROVIDER_PERMANENT', provider: 'fake-a', op: 'get' });
+    expect(String((err as Error).message)).toContain('boxes/<name>');
+  });
+
+  it('refuses a module without classify or whose create returns something else', async () => {
+    const { classify: _c, ...noClassify } = mod;
+    await expect(createProvider(noClassify as never, 'fake-a', {}, {})).rejects.toThrow(/classify/);
+    await expect(
+      createProvider({ ...mod, create: () => ({}) as never }, 'fake-a', {}, {}),
+    ).rejects.toThrow(/ProviderImplementation/);
   });
 
   it('rejects a bad name, a bad block and a bad profile, naming each', async () => {

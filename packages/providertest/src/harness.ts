@@ -8,7 +8,11 @@ import type {
 } from '@proxy-op/contract';
 import type { ConformanceDeps } from './telemetry.js';
 
-/** A backend state a harness can force, as the backend would report it. */
+/**
+ * A backend state a harness can force, as the backend would report it:
+ * `running` (with the IP it has, or none), `stopped` (exists, does not
+ * run), `unknown` (a state the provider has no mapping for).
+ */
 export type ForcedState = 'running' | 'stopped' | 'unknown';
 
 /** A way of blocking backend calls, released by the returned handle. */
@@ -40,26 +44,58 @@ export interface CheckScenario {
   readonly target?: string;
 }
 
+/** The owner written into a planted mark. */
+export interface PlantedMark {
+  /** The UID; may be empty. */
+  readonly uid: string;
+  /** The installation; omitted writes no installation key, as the Go original did. */
+  readonly installation?: string | undefined;
+}
+
 /**
  * The controls over the backend that the suite drives. A provider author
  * writes one over their fake (or real test) backend; the reference
- * provider's is the model.
+ * provider's (`createReferenceFixture`) is the model. Every control acts on
+ * the backend directly, behind the provider's back, and never through the
+ * provider. "Backend call" means one call of the provider's seam: one HTTP
+ * request, one RPC, one file or process operation.
  */
 export interface BackendHarness {
   /** A request this provider accepts (valid placement); the suite varies name, uid and cloud-init. */
   readonly baseRequest: Omit<CreateRequest, 'name' | 'uid' | 'cloudInit' | 'installation'>;
-  /** Placements `create` must refuse as Permanent before any backend call, each with the field its message must name. */
+  /**
+   * Placements `create` must refuse as Permanent before any backend call,
+   * each with the field its message must name (`placement.zone`,
+   * `placement.machineType`, ...: the request field, not the config key).
+   */
   readonly invalidPlacements: readonly { readonly placement: Placement; readonly field: string }[];
-  /** How many backend calls the provider has made so far (every seam call). */
+  /** How many backend calls the provider has made so far. */
   backendCalls(): number;
   /** How many instances exist in the backend now, marked or not. */
   instanceCount(): Promise<number>;
-  /** Makes the backend report the instance running, with or without an IP. */
+  /**
+   * How many secondary resources exist now: seed ISOs, volumes, disks,
+   * firewall rules, anything made beside an instance. Required when
+   * `profile.secondaryResources` is not `none`.
+   */
+  secondaryCount?(): Promise<number>;
+  /**
+   * Makes the backend report the instance running: with `ip` as its
+   * address (a later call with another IP changes it, as a DHCP renewal
+   * would), or running with no address known yet when `ip` is undefined.
+   */
   setRunning(id: string, ip: string | undefined): Promise<void>;
   /** Forces a backend state; `unknown` is a state the provider does not know. */
   setState(id: string, state: ForcedState): Promise<void>;
-  /** Changes the UID and creation time in the backend's copy of the mark, behind the provider's back. */
+  /** Changes the UID and creation time in the backend's copy of the mark. */
   rewriteMark(id: string, mark: { uid: string; createdAt: Date }): Promise<void>;
+  /**
+   * Replaces the instance at `id` by another with the same name (and, for
+   * an allocated ID, at the same place) that carries `mark`, or no mark
+   * at all when `mark` is undefined: what the provider finds when someone
+   * else took the name or the ID after the provider made its instance.
+   */
+  replaceInstance(id: string, mark: PlantedMark | undefined): Promise<void>;
   /**
    * Holds the instance in a backend lock or asynchronous operation until
    * the returned function is called. Required when `profile.asyncOps` is
@@ -71,23 +107,50 @@ export interface BackendHarness {
    * exists) until the gate is released.
    */
   holdNextDelete(id: string): Gate;
-  /** Creates an instance the way the provider would, marked, but never starts it. Returns its ID. */
+  /**
+   * Creates an instance the way the provider would, marked, but never
+   * starts it, and returns its ID. The provider must be able to read it
+   * (no lock, no task left running): the suite checks.
+   */
   plantNeverStarted(req: CreateRequest): Promise<string>;
-  /** Plants an instance with `name` that carries no ownership mark. */
-  plantUnmarked(name: string): Promise<void>;
-  /** Plants an instance with `name` carrying a mark for `uid` (may be empty) and `installation` (omitted: no installation key, as the Go original wrote). */
-  plantMarked(
-    name: string,
-    mark: { uid: string; installation?: string | undefined },
-  ): Promise<void>;
+  /** Plants a running instance named `name` without any ownership mark; returns its ID. */
+  plantUnmarked(name: string): Promise<string>;
+  /** Plants a running instance named `name` carrying `mark`; returns its ID. */
+  plantMarked(name: string, mark: PlantedMark): Promise<string>;
   /**
    * Blocks backend calls after the first `skip` calls from now, until the
-   * gate is released. `skip: 0` blocks the very next call.
+   * gate is released. A held call has reached the backend: when its caller
+   * gives up, a real backend still carries it out, and a harness should
+   * too once the gate opens. `skip: 0` blocks the very next call.
    */
   blockCalls(skip: number): Gate;
+  /**
+   * Makes the next backend call answer with something the provider cannot
+   * read: `null` or `{}` where a list belongs, a 200 that is not JSON, a
+   * field of the wrong type. The call after it answers normally.
+   */
+  injectMalformed(): void;
+  /**
+   * Makes the backend refuse new instances for lack of capacity (quota,
+   * space, addresses). Required when `profile.quota` is `detected`.
+   */
+  exhaustCapacity?(): Promise<void> | void;
+  /**
+   * Makes the part of the backend that holds `id` (its host, node or
+   * zone) unreachable until the returned function is called. Required
+   * when `profile.listPartial` is `omit-unreachable`.
+   */
+  isolatePart?(id: string): Promise<() => Promise<void>>;
+  /**
+   * The per-call budget the factory built the provider with, in ms: a
+   * backend call that never answers must fail its operation (Transient)
+   * within it. Required when `profile.timeouts` is `per-call`; keep it
+   * short (a few hundred ms).
+   */
+  readonly callBudgetMs?: number | undefined;
   /** The classify table: realistic failures and their classes. */
   readonly classifyCases: readonly ClassifyCase[];
-  /** The provider's classify function, for the table. */
+  /** The provider's classify function (the module's `classify`), for the table. */
   classify(op: Operation, err: unknown): ErrorClass;
   /** The Checker's targets, in config order. Required when the provider has `check`. */
   readonly checkTargets?: readonly string[];
@@ -95,17 +158,28 @@ export interface BackendHarness {
   delayTarget?(target: string, ms: number): void;
   /** Situations and the reasons the Checker must give. Include a ready one (`Reachable`). */
   readonly checkScenarios?: readonly CheckScenario[];
-  /** The credential's value; it must never appear in logs, spans or errors. */
+  /** The credential's value; it must never appear in logs, spans or errors, in any encoding. */
   readonly credentialSentinel?: string | undefined;
   /** Makes the backend refuse the credential and echo it back in its answer (as a careless 401 body would). */
   rejectCredential?(): Promise<void> | void;
+  /**
+   * Rotates the credential to one the backend accepts, the way an admin
+   * would (a new token file in the mounted Secret). Required when
+   * `profile.credentials` is `mounted-files`: the same provider must then
+   * work again without a restart.
+   */
+  rotateCredential?(): Promise<void> | void;
   /** Lets a `returns-early` provider's backend finish pending deletions (optional; the suite also polls). */
   settle?(): Promise<void>;
 }
 
 /** What the factory returns for each test. */
 export interface ConformanceFixture {
-  /** The provider as users get it: built and wrapped with `observe` (use `createProvider`). */
+  /**
+   * The provider as users get it: built with `createProvider` from
+   * `@proxy-op/contract` (the operation shell and `observe`), with the
+   * logger and tracer the suite handed the factory.
+   */
   readonly provider: Provider;
   readonly harness: BackendHarness;
   /** Called after the test; release backend resources. */

@@ -13,6 +13,7 @@ export type {
   ConformanceFixture,
   ForcedState,
   Gate,
+  PlantedMark,
 } from './harness.js';
 export {
   describeAdoptionConformance,
@@ -26,7 +27,12 @@ export {
   describeObservabilityConformance,
 } from './sections.js';
 export { describeProviderConformance } from './suite.js';
-export type { ConformanceOptions, TestContext } from './support.js';
+export {
+  type ConformanceOptions,
+  type Counts,
+  leakedIn,
+  type TestContext,
+} from './support.js';
 export {
   type ConformanceDeps,
   createLogSink,

@@ -24,15 +24,23 @@ export interface ConformanceOptions {
   readonly promptMs?: number | undefined;
   /** Per-test timeout in ms (default 30000). */
   readonly timeoutMs?: number | undefined;
+  /**
+   * How long a `returns-early` provider may take, after Delete returned,
+   * until Get answers NotFound, in ms (default 20000).
+   */
+  readonly goneWithinMs?: number | undefined;
 }
 
 /** What each test body gets. */
 export interface TestContext {
   readonly provider: Provider;
+  readonly profile: Profile;
   readonly harness: BackendHarness;
   readonly logs: LogSink;
   readonly spans: SpanRecorder;
   readonly promptMs: number;
+  /** See {@link ConformanceOptions.goneWithinMs}. */
+  readonly goneWithinMs: number;
   /** A fresh valid request: a unique name and UID, the harness's base placement. */
   request(patch?: Partial<CreateRequest>): CreateRequest;
 }
@@ -55,10 +63,12 @@ export function test(
       let n = 0;
       const ctx: TestContext = {
         provider: fx.provider,
+        profile: opts.profile,
         harness: fx.harness,
         logs,
         spans,
         promptMs: opts.promptMs ?? 1000,
+        goneWithinMs: opts.goneWithinMs ?? 20_000,
         request: (patch = {}) => {
           n++;
           return {
@@ -95,6 +105,29 @@ export async function rejection(p: Promise<unknown>): Promise<unknown> {
 class ResolvedError extends Error {
   constructor(readonly value: unknown) {
     super('resolved');
+  }
+}
+
+/**
+ * How a call ended: `resolved`, or the class of its rejection, for one
+ * labelled assertion that shows what went wrong instead of an uncaught
+ * error.
+ */
+export async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'resolved';
+  } catch (err) {
+    return classOf(err);
+  }
+}
+
+/** The UID Get answers for `id`, or the class of its rejection. */
+export async function uidOf(t: TestContext, id: string): Promise<string> {
+  try {
+    return (await t.provider.get(id)).uid;
+  } catch (err) {
+    return `rejected: ${classOf(err)}`;
   }
 }
 
@@ -136,26 +169,41 @@ export type Settled<T> =
  * Starts `start(signal)` with backend calls held after the first `skip`,
  * aborts the signal once a call is held, and reports how the call settled
  * within `promptMs`. The held calls are let go before it returns; `promise`
- * is the call itself, for a caller that wants its final outcome.
+ * is the call itself, for a caller that wants its final outcome. When the
+ * call finishes without reaching the held call, it throws, unless
+ * `mayFinish` is set: then it answers `{ reached: false }` with how it
+ * settled.
  */
 export async function abortWhileBlocked<T>(
   t: TestContext,
   skip: number,
   what: string,
   start: (signal: AbortSignal) => Promise<T>,
-): Promise<Settled<T> & { promise: Promise<T> }> {
+  mayFinish = false,
+): Promise<Settled<T> & { promise: Promise<T>; reached: boolean }> {
   const gate = t.harness.blockCalls(skip);
   const ac = new AbortController();
   try {
     const promise = start(ac.signal);
     promise.catch(() => {});
-    if (!(await within(gate.reached, 10_000))) {
+    const first = await Promise.race([
+      gate.reached.then(() => 'reached' as const),
+      promise.then(
+        () => 'finished' as const,
+        () => 'finished' as const,
+      ),
+      new Promise<'pending'>((r) => setTimeout(() => r('pending'), 10_000).unref()),
+    ]);
+    if (first === 'finished' && mayFinish) {
+      return { ...(await settleWithin(promise, 0)), promise, reached: false };
+    }
+    if (first !== 'reached') {
       throw new Error(
-        `${what} never reached backend call ${skip + 1}, where it was to be cancelled`,
+        `${what} never reached backend call ${skip + 1}, where it was to be cancelled (${first})`,
       );
     }
     ac.abort();
-    return { ...(await settleWithin(promise, t.promptMs)), promise };
+    return { ...(await settleWithin(promise, t.promptMs)), promise, reached: true };
   } finally {
     gate.release();
   }
@@ -178,6 +226,66 @@ export function everythingIn(err: unknown): string {
   return `${String(err)}\n${json}\n${inspect(err, { depth: 8 })}`;
 }
 
+const B64_RUN = /[A-Za-z0-9+/_-]{8,}={0,2}/g;
+const HEX_RUN = /(?:[0-9a-fA-F]{2}){4,}/g;
+
+/**
+ * Where `secret` shows in `text`, in any form a careless provider could
+ * let through: as is, URL-encoded, hexadecimal, or base64 in either
+ * alphabet at any alignment (inside a Basic authorization header, say).
+ * Returns the form found, or undefined. It decodes what it finds rather
+ * than encoding the secret, so it does not share a blind spot with a
+ * redactor that encodes.
+ */
+export function leakedIn(text: string, secret: string): string | undefined {
+  if (text.includes(secret)) return 'plain';
+  let decoded = text;
+  try {
+    decoded = decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    decoded = text.replace(/%[0-9a-fA-F]{2}/g, (m) =>
+      String.fromCharCode(Number.parseInt(m.slice(1), 16)),
+    );
+  }
+  if (decoded.includes(secret) || decoded.includes(secret.replace(/\+/g, ' ')))
+    return 'url-encoded';
+  for (const run of text.match(HEX_RUN) ?? []) {
+    for (const start of [0, 1]) {
+      const bytes = Buffer.from(run.slice(start).replace(/^((?:..)*).?$/, '$1'), 'hex');
+      if (bytes.toString('latin1').includes(secret) || bytes.toString('utf8').includes(secret)) {
+        return 'hex';
+      }
+    }
+  }
+  for (const run of text.match(B64_RUN) ?? []) {
+    const std = run.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
+    for (let shift = 0; shift < 4; shift++) {
+      const bytes = Buffer.from(std.slice(shift), 'base64');
+      if (bytes.toString('latin1').includes(secret) || bytes.toString('utf8').includes(secret)) {
+        return 'base64';
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The backend's counters at one moment, to compare before and after. */
+export interface Counts {
+  readonly calls: number;
+  readonly instances: number;
+  /** Secondary resources; 0 when the harness does not count them. */
+  readonly secondary: number;
+}
+
+/** Reads the harness's counters. */
+export async function counts(t: TestContext): Promise<Counts> {
+  return {
+    calls: t.harness.backendCalls(),
+    instances: await t.harness.instanceCount(),
+    secondary: (await t.harness.secondaryCount?.()) ?? 0,
+  };
+}
+
 /** Runs `p`, keeping its error (if any) for later "never contains" checks. */
 export async function collect(errors: unknown[], p: Promise<unknown>): Promise<void> {
   try {
@@ -188,3 +296,32 @@ export async function collect(errors: unknown[], p: Promise<unknown>): Promise<v
 }
 
 export { createLogSink, createSpanRecorder };
+
+/**
+ * Waits until Get of `id` is NotFound: at once for a provider whose Delete
+ * waits, polling up to `goneWithinMs` (with the harness's `settle`) for
+ * one that returns early.
+ */
+export async function expectGone(t: TestContext, id: string): Promise<void> {
+  const deadline = Date.now() + (t.profile.deleteReturn === 'returns-early' ? t.goneWithinMs : 0);
+  for (;;) {
+    await t.harness.settle?.();
+    const err = await t.provider.get(id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (err !== undefined && classOf(err) === 'NotFound') return;
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `get(${id}) after delete: expected NotFound, got ${err === undefined ? 'the instance' : classOf(err)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Fails the test with `message` when `value` is undefined; returns it otherwise. */
+export function required<T>(value: T | undefined, message: string): T {
+  if (value === undefined) throw new Error(message);
+  return value;
+}

@@ -1,11 +1,11 @@
 // Peer: the reference provider over its in-memory backend, with the real OpenTelemetry SDK.
 import * as vitest from 'vitest';
 import { describeProviderConformance } from '../src/index.js';
-import { createReferenceFixture, memoryProfile } from '../src/reference/index.js';
+import { createReferenceFixture, profile } from '../src/reference/index.js';
 
 describeProviderConformance({
   vitest,
   factory: (deps) => createReferenceFixture(deps),
-  profile: memoryProfile,
+  profile,
   checker: true,
 });

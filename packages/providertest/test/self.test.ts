@@ -1,96 +1,77 @@
-// Peer: the reference provider built with deliberate flaws; the suite runs in-process
-// through a collecting runner (test/collect.ts), as Level's self-tests do.
+// Peer: the reference provider and deliberately broken variants of it (test/flaws.ts), under
+// the reference profile and a looser one; the suite runs in-process through a collecting
+// runner (test/collect.ts), as Level's self-tests do.
 import { describe, expect, it } from 'vitest';
 import { describeProviderConformance } from '../src/index.js';
-import { createReferenceFixture, FLAWS, type Flaw, memoryProfile } from '../src/reference/index.js';
-import { collect } from './collect.js';
+import { createReferenceFixture } from '../src/reference/index.js';
+import { type Collected, collect } from './collect.js';
+import { FLAWS, type Flaw, PROFILES, type ProfileName } from './flaws.js';
 
-/** The test(s) each flaw must fail. */
-const TARGETS: Record<Flaw, readonly string[]> = {
-  'repeat-create-duplicates': ['repeat Create returns the same ID and creates nothing'],
-  'running-without-ip': ['Running requires an IP'],
-  'not-found-while-locked': [
-    'Get during a backend lock or async operation is Transient, never NotFound',
-  ],
-  'ignores-signal': [
-    'a cancelled signal returns promptly from create',
-    'a cancelled signal returns promptly from get',
-    'a cancelled signal returns promptly from delete',
-    'a cancelled signal returns promptly from listByTag',
-    'a cancelled signal returns promptly from create mid-operation',
-    'a cancelled signal returns promptly from delete mid-operation',
-  ],
-  'logs-cloud-init': ['cloud-init never reaches logs, spans or errors'],
-  'adopts-foreign-instances': [
-    'Create refuses an instance with another UID',
-    'Create refuses an unmarked instance with the same name',
-    "Create refuses another installation's instance",
-  ],
-  'lists-other-installations': ['the installation mark keeps two installations apart'],
-  'unknown-state-not-stopped': ['an unknown backend state maps to Stopped'],
-  'reads-mark-from-memory': ['UID and CreatedAt are read back from the backend'],
-  'delete-not-idempotent': ['Delete twice succeeds'],
-  'leaks-credential': ['the credential never reaches logs, spans or errors'],
-  'no-child-spans': ['backend calls make child spans under the operation span'],
-  'lax-id-parsing': ['malformed IDs are Permanent from Get and Delete'],
-  'placement-checked-late': ['Create checks placement before any backend call'],
-  'list-drops-empty-uid': ['ListByTag excludes unmarked instances and includes an empty UID'],
-  'not-found-during-delete': ['Get during an in-progress Delete still returns the instance'],
-  'never-started-is-stopped': ['a never-started instance is never Stopped'],
-  'check-unordered': ['the Checker answers once per target, in config order'],
-  'check-ignores-signal': ['the Checker answers Timeout promptly when its signal fires'],
-  'wrong-provider-name': ['errors carry the configured provider name and the operation'],
-};
-
-function suite(flaw?: Flaw) {
+function suite(profile: ProfileName, flaw?: Flaw): Collected[] {
   return collect((vitest) =>
     describeProviderConformance({
       vitest,
-      factory: (deps) => createReferenceFixture(deps, { flaw }),
-      profile: memoryProfile,
+      factory: async (deps) => {
+        const fx = await createReferenceFixture(deps, { module: flaw?.module });
+        return flaw?.wrap === undefined
+          ? fx
+          : { ...fx, provider: flaw.wrap(fx.provider, fx.backend) };
+      },
+      profile: PROFILES[profile],
       checker: true,
       promptMs: 300,
       timeoutMs: 10_000,
+      goneWithinMs: 1_500,
     }),
   );
 }
 
+const profiles = Object.keys(PROFILES) as ProfileName[];
+const shortName = (full: string) => full.split(' > ').pop() ?? full;
+const appliesTo = (flaw: Flaw, profile: ProfileName) => flaw.profiles?.includes(profile) ?? true;
+
 describe('conformance self-test', () => {
-  it('every flaw has a target, and every target names a registered test', () => {
-    const names = suite().map((t) => t.name);
-    expect(Object.keys(TARGETS).sort()).toEqual(Object.keys(FLAWS).sort());
-    for (const targets of Object.values(TARGETS)) {
-      for (const target of targets) {
-        expect(
-          names.filter((n) => n.endsWith(` > ${target}`)),
-          target,
-        ).toHaveLength(1);
-      }
-    }
-  });
+  for (const profile of profiles) {
+    describe(`under the ${profile} profile`, () => {
+      it('the reference provider passes every test', async () => {
+        const failed: string[] = [];
+        for (const t of suite(profile)) {
+          const r = await t.run();
+          if (!r.ok) failed.push(`${t.name}: ${String(r.error)}`);
+        }
+        expect(failed).toEqual([]);
+      });
 
-  it('the reference provider passes every test through the collecting runner', async () => {
-    const failed: string[] = [];
-    for (const t of suite()) {
-      const r = await t.run();
-      if (!r.ok) failed.push(`${t.name}: ${String(r.error)}`);
-    }
-    expect(failed).toEqual([]);
-  });
+      it('every registered test has a flaw aimed at it, and every aim names a registered test', () => {
+        const names = suite(profile).map((t) => shortName(t.name));
+        const aimed = new Set(
+          Object.values(FLAWS)
+            .filter((f) => appliesTo(f, profile))
+            .flatMap((f) => Object.keys(f.fails)),
+        );
+        expect(names.filter((n) => !aimed.has(n))).toEqual([]);
+        expect([...aimed].filter((a) => !names.includes(a))).toEqual([]);
+        expect(new Set(names).size).toBe(names.length);
+      });
 
-  for (const flaw of Object.keys(FLAWS) as Flaw[]) {
-    it(`the flaw "${flaw}" (${FLAWS[flaw]}) fails the test aimed at it`, async () => {
-      const tests = suite(flaw).filter((t) =>
-        TARGETS[flaw].some((target) => t.name.endsWith(` > ${target}`)),
-      );
-      expect(tests).toHaveLength(TARGETS[flaw].length);
-      for (const t of tests) {
-        const r = await t.run();
-        expect(r.ok, `${t.name} should fail with the flaw ${flaw}`).toBe(false);
-        if (!r.ok)
-          expect(String(r.error), 'it fails on a check, not by hanging').not.toMatch(
-            /timed out after/,
+      for (const [name, flaw] of Object.entries(FLAWS)) {
+        if (!appliesTo(flaw, profile)) continue;
+        it(`the flaw "${name}" (${flaw.about}) fails the checks aimed at it`, async () => {
+          const tests = suite(profile, flaw).filter((t) => shortName(t.name) in flaw.fails);
+          expect(tests.map((t) => shortName(t.name)).sort()).toEqual(
+            Object.keys(flaw.fails).sort(),
           );
+          for (const t of tests) {
+            const r = await t.run();
+            expect(r.ok, `${t.name} should fail with the flaw ${name}`).toBe(false);
+            if (!r.ok) {
+              const message = r.error instanceof Error ? r.error.message : String(r.error);
+              expect(message, `${t.name}: the failing check`).toMatch(
+                flaw.fails[shortName(t.name)] as RegExp,
+              );
+            }
+          }
+        });
       }
     });
   }

@@ -1,10 +1,10 @@
 import { describeProviderConformance } from '@proxy-op/providertest';
 import * as vitest from 'vitest';
-import { acmeProfile, createAcmeFixture } from './provider.js';
+import { createAcmeFixture, profile } from './provider.js';
 
 describeProviderConformance({
   vitest,
-  factory: async (deps) => createAcmeFixture(deps),
-  profile: acmeProfile,
-  checker: false,
+  factory: (deps) => createAcmeFixture(deps),
+  profile,
+  checker: true,
 });

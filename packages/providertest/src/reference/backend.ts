@@ -3,8 +3,10 @@ import type { Gate } from '../harness.js';
 
 /**
  * The reference provider's backend: an in-memory hypervisor with the
- * behaviours real ones have (locks, deletes that take time, unknown states,
- * refused credentials, calls that hang), reached only through the seam
+ * behaviours real ones have (locks, seed volumes that outlive their VM,
+ * deletes that take time, unknown states, refused credentials echoed back,
+ * calls that hang, calls carried out after their caller left, answers that
+ * cannot be read, running out of capacity), reached only through the seam
  * {@link MemorySeam}.
  */
 
@@ -38,19 +40,24 @@ export interface VmRecord {
   readonly ip?: string | undefined;
   /** Key/value metadata, written in the same call that defines the VM. */
   readonly metadata: Readonly<Record<string, string>>;
+  /** The seed volume the VM boots its cloud-init from. */
+  readonly seed?: string | undefined;
   /** Set while a task or lock holds the VM. */
   readonly lock?: string | undefined;
-  readonly userDataBytes: number;
 }
 
 /** The backend calls the reference provider makes; one method per call, each taking a signal. */
 export interface MemorySeam {
   ping(target: string, signal?: AbortSignal): Promise<{ version: string }>;
   lookup(name: string, signal?: AbortSignal): Promise<VmRecord | undefined>;
+  /** Writes (or overwrites) a seed volume. */
+  putSeed(volume: string, userData: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /** Deletes a seed volume; deleting what is gone succeeds. */
+  deleteSeed(volume: string, signal?: AbortSignal): Promise<void>;
   define(
     name: string,
     metadata: Readonly<Record<string, string>>,
-    userData: Uint8Array,
+    seed: string,
     signal?: AbortSignal,
   ): Promise<void>;
   start(name: string, signal?: AbortSignal): Promise<void>;
@@ -65,27 +72,32 @@ export interface MemorySeam {
  */
 export class MemoryBackend {
   readonly vms = new Map<string, VmRecord>();
+  /** Seed volumes by name, with their size in bytes. */
+  readonly seeds = new Map<string, number>();
   /** Every seam call, in order. */
   readonly calls: string[] = [];
   /** The credential the backend accepts. */
-  readonly token: string;
-  private presented: string;
+  token: string;
+  private capacity = Number.POSITIVE_INFINITY;
+  private malformedNext = false;
   private unreachable = new Set<string>();
   private delays = new Map<string, number>();
   private blocker: { skip: number; gate: HarnessGate } | undefined;
   private deleteHolds = new Map<string, HarnessGate>();
   private nextIp = 10;
 
-  constructor(opts: { token: string; presentedToken?: string }) {
+  constructor(opts: { token: string }) {
     this.token = opts.token;
-    this.presented = opts.presentedToken ?? opts.token;
   }
 
-  /** The seam over this backend, as the provider sees it. */
-  seam(): MemorySeam {
+  /**
+   * The seam over this backend, as a provider sees it. `credential` is
+   * read for every call, as a provider reads a mounted token file.
+   */
+  seam(credential: () => string): MemorySeam {
     return {
       ping: (target, signal) =>
-        this.call('ping', signal, async () => {
+        this.call('ping', credential, signal, async () => {
           const delay = this.delays.get(target);
           if (delay !== undefined)
             await abortable(new Promise((r) => setTimeout(r, delay)), signal);
@@ -94,32 +106,41 @@ export class MemoryBackend {
           }
           return { version: 'memory/1.0' };
         }),
-      lookup: (name, signal) => this.call('lookup', signal, () => this.vms.get(name)),
-      define: (name, metadata, userData, signal) =>
-        this.call('define', signal, () => {
+      lookup: (name, signal) => this.call('lookup', credential, signal, () => this.vms.get(name)),
+      putSeed: (volume, userData, signal) =>
+        this.call('putSeed', credential, signal, () => {
+          this.seeds.set(volume, userData.byteLength);
+        }),
+      deleteSeed: (volume, signal) =>
+        this.call('deleteSeed', credential, signal, () => {
+          this.seeds.delete(volume);
+        }),
+      define: (name, metadata, seed, signal) =>
+        this.call('define', credential, signal, () => {
           if (this.vms.has(name)) throw new BackendError('VM_EXISTS', `VM ${name} already exists`);
-          this.vms.set(name, {
-            name,
-            status: 'defined',
-            metadata: { ...metadata },
-            userDataBytes: userData.byteLength,
-          });
+          if (!this.seeds.has(seed)) throw new BackendError('INVALID', `no volume ${seed}`);
+          if (this.vms.size >= this.capacity) {
+            throw new BackendError('NO_CAPACITY', `no room for ${name}: ${this.vms.size} VMs`);
+          }
+          this.vms.set(name, { name, status: 'defined', metadata: { ...metadata }, seed });
         }),
       start: (name, signal) =>
-        this.call('start', signal, () => {
+        this.call('start', credential, signal, () => {
           const vm = this.mustGet(name);
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
+          if (vm.status === 'running') return;
           this.vms.set(name, { ...vm, status: 'running', ip: `10.0.0.${this.nextIp++}` });
         }),
       stop: (name, signal) =>
-        this.call('stop', signal, () => {
+        this.call('stop', credential, signal, () => {
           const vm = this.mustGet(name);
+          if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
           const { ip: _ip, ...rest } = vm;
           this.vms.set(name, { ...rest, status: 'stopped' });
         }),
       destroy: async (name, signal) => {
         const hold = this.deleteHolds.get(name);
-        await this.call('destroy', signal, async () => {
+        await this.call('destroy', credential, signal, async () => {
           const vm = this.mustGet(name);
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
           if (hold !== undefined) {
@@ -129,7 +150,7 @@ export class MemoryBackend {
           this.vms.delete(name);
         });
       },
-      list: (signal) => this.call('list', signal, () => [...this.vms.values()]),
+      list: (signal) => this.call('list', credential, signal, () => [...this.vms.values()]),
     };
   }
 
@@ -141,18 +162,28 @@ export class MemoryBackend {
 
   private async call<T>(
     what: string,
+    credential: () => string,
     signal: AbortSignal | undefined,
     fn: () => T | Promise<T>,
   ): Promise<T> {
     this.calls.push(what);
-    if (this.presented !== this.token) {
-      throw new BackendError('UNAUTHORIZED', `invalid token '${this.presented}'`);
+    const presented = credential();
+    if (presented !== this.token) {
+      throw new BackendError('UNAUTHORIZED', `invalid token '${presented}'`);
+    }
+    if (this.malformedNext) {
+      this.malformedNext = false;
+      return {} as T;
     }
     const b = this.blocker;
     if (b !== undefined) {
       if (b.skip > 0) b.skip--;
       else {
-        await b.gate.hold(signal);
+        // The call has reached the backend: it is carried out once the gate
+        // opens, whether or not its caller is still waiting.
+        b.gate.reach();
+        const done = b.gate.released.then(fn);
+        return abortable(done, signal);
       }
     }
     await Promise.resolve();
@@ -182,24 +213,38 @@ export class MemoryBackend {
     return { reached: g.reached, release: () => g.release() };
   }
 
+  /** The next call answers `{}`, whatever it was asked. */
+  injectMalformed(): void {
+    this.malformedNext = true;
+  }
+
+  /** Accepts `token` from now on, and no other (a rotated credential). */
+  acceptToken(token: string): void {
+    this.token = token;
+  }
+
+  /** No more VMs than there are now. */
+  exhaustCapacity(): void {
+    this.capacity = this.vms.size;
+  }
+
   /** Makes `target` answer pings `ms` later. */
   delayTarget(target: string, ms: number): void {
     this.delays.set(target, ms);
   }
 
+  /** Makes `target` (or every target, `*`) refuse connections. */
   setUnreachable(target: string): void {
     this.unreachable.add(target);
   }
 
-  presentToken(token: string): void {
-    this.presented = token;
-  }
-
+  /** Changes fields of a VM. */
   update(name: string, patch: Partial<VmRecord>): void {
     const vm = this.mustGet(name);
     this.vms.set(name, { ...vm, ...patch });
   }
 
+  /** Puts a VM in place, replacing any of the same name. */
   plant(vm: VmRecord): void {
     this.vms.set(vm.name, vm);
   }

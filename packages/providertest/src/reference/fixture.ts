@@ -4,35 +4,76 @@ import {
   formatMarkTime,
   MarkKey,
   type Provider,
+  type ProviderModule,
 } from '@proxy-op/contract';
-import type { BackendHarness, ConformanceFixture } from '../harness.js';
+import type { BackendHarness, ConformanceFixture, PlantedMark } from '../harness.js';
 import type { ConformanceDeps } from '../telemetry.js';
 import { BackendError, MemoryBackend } from './backend.js';
-import type { Flaw } from './flaws.js';
-import { memoryProviderModule } from './module.js';
-import { classifyMemory, memoryId } from './provider.js';
+import { providerModule } from './module.js';
+import {
+  type MemoryConfig,
+  type MemoryId,
+  type MemoryProviderDeps,
+  memoryId,
+  seedVolume,
+} from './provider.js';
 
 /** The credential sentinel of the reference backend. */
 export const MEMORY_CREDENTIAL_SENTINEL = 'tok-SENTINEL-7f3a9c-never-log-me';
 
+const ACCEPTED_TOKEN = 'accepted-token-4d2c';
+
+/** Options of {@link createReferenceFixture}. */
+export interface ReferenceFixtureOptions {
+  /**
+   * The module to build the provider from instead of the reference one:
+   * a variant of it (the kit's self-test builds broken ones this way).
+   */
+  readonly module?: ProviderModule<MemoryConfig, MemoryProviderDeps, MemoryId> | undefined;
+}
+
 /**
  * Builds the reference provider over a fresh in-memory backend, with its
- * harness: the factory to hand `describeProviderConformance`. `flaw` builds
- * one of the deliberately broken variants.
+ * harness: the factory to hand `describeProviderConformance`.
  */
 export async function createReferenceFixture(
   deps: ConformanceDeps,
-  opts: { flaw?: Flaw | undefined } = {},
+  opts: ReferenceFixtureOptions = {},
 ): Promise<ConformanceFixture & { backend: MemoryBackend }> {
-  const backend = new MemoryBackend({ token: 'accepted-token' });
+  const backend = new MemoryBackend({ token: ACCEPTED_TOKEN });
+  let credential = ACCEPTED_TOKEN;
+  let rotations = 0;
   const zones = ['zone-a', 'zone-b', 'zone-c'];
+  const module = opts.module ?? providerModule;
   const provider: Provider = await createProvider(
-    memoryProviderModule,
+    module,
     'memory-a',
     { zones, machineTypes: ['small', 'large'], images: ['debian-13'] },
-    { ...deps, backend, flaw: opts.flaw },
+    { ...deps, backend, credential: () => credential },
   );
-  const name = (id: string) => memoryId.mustParse(id, 'harness', 'get').name;
+  const name = (id: string) => {
+    const parts = memoryId.parse(id);
+    if (parts === undefined) throw new Error(`harness: not a reference provider ID: ${id}`);
+    return parts.name;
+  };
+  const existing = (id: string) => {
+    const vm = backend.vms.get(name(id));
+    if (vm === undefined) throw new Error(`harness: no VM for ${id}`);
+    return vm;
+  };
+  const planted = (vmName: string, metadata: Record<string, string>) => {
+    backend.plant({ name: vmName, status: 'running', ip: '10.9.9.8', metadata });
+    return memoryId.format({ name: vmName });
+  };
+  const markOf = (mark: PlantedMark): Record<string, string> => {
+    const metadata: Record<string, string> = {
+      [MarkKey.Managed]: 'true',
+      [MarkKey.Uid]: mark.uid,
+      [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
+    };
+    if (mark.installation !== undefined) metadata[MarkKey.Installation] = mark.installation;
+    return metadata;
+  };
   const harness: BackendHarness = {
     baseRequest: {
       namespace: 'default',
@@ -57,18 +98,21 @@ export async function createReferenceFixture(
     ],
     backendCalls: () => backend.calls.length,
     instanceCount: async () => backend.vms.size,
-    setRunning: async (id, ip) => backend.update(name(id), { status: 'running', ip }),
+    secondaryCount: async () => backend.seeds.size,
+    setRunning: async (id, ip) => {
+      existing(id);
+      backend.update(name(id), { status: 'running', ip });
+    },
     setState: async (id, state) => {
-      const vm = backend.vms.get(name(id));
-      if (vm === undefined) throw new Error(`no VM for ${id}`);
-      const { ip: _ip, ...withoutIp } = vm;
+      const { ip: _ip, ...withoutIp } = existing(id);
       backend.plant(
-        state === 'running' ? { ...vm, status: 'running' } : { ...withoutIp, status: state },
+        state === 'running'
+          ? { ...existing(id), status: 'running' }
+          : { ...withoutIp, status: state },
       );
     },
     rewriteMark: async (id, mark) => {
-      const vm = backend.vms.get(name(id));
-      if (vm === undefined) throw new Error(`no VM for ${id}`);
+      const vm = existing(id);
       backend.update(name(id), {
         metadata: {
           ...vm.metadata,
@@ -77,49 +121,35 @@ export async function createReferenceFixture(
         },
       });
     },
+    replaceInstance: async (id, mark) => {
+      existing(id);
+      planted(name(id), mark === undefined ? {} : markOf(mark));
+    },
     holdLock: async (id) => {
+      existing(id);
       backend.update(name(id), { lock: 'backup' });
       return async () => backend.update(name(id), { lock: undefined });
     },
     holdNextDelete: (id) => backend.holdNextDelete(name(id)),
     plantNeverStarted: async (req) => {
+      backend.seeds.set(seedVolume(req.name), req.cloudInit.byteLength);
       backend.plant({
         name: req.name,
         status: 'defined',
+        seed: seedVolume(req.name),
         metadata: formatMark({
           uid: req.uid,
           createdAt: new Date(),
           installation: req.installation ?? 'default',
         }),
-        userDataBytes: req.cloudInit.byteLength,
       });
       return memoryId.format({ name: req.name });
     },
-    plantUnmarked: async (vmName) => {
-      backend.plant({
-        name: vmName,
-        status: 'running',
-        ip: '10.9.9.9',
-        metadata: {},
-        userDataBytes: 0,
-      });
-    },
-    plantMarked: async (vmName, mark) => {
-      const metadata: Record<string, string> = {
-        [MarkKey.Managed]: 'true',
-        [MarkKey.Uid]: mark.uid,
-        [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
-      };
-      if (mark.installation !== undefined) metadata[MarkKey.Installation] = mark.installation;
-      backend.plant({
-        name: vmName,
-        status: 'running',
-        ip: '10.9.9.8',
-        metadata,
-        userDataBytes: 0,
-      });
-    },
+    plantUnmarked: async (vmName) => planted(vmName, {}),
+    plantMarked: async (vmName, mark) => planted(vmName, markOf(mark)),
     blockCalls: (skip) => backend.blockCalls(skip),
+    injectMalformed: () => backend.injectMalformed(),
+    exhaustCapacity: () => backend.exhaustCapacity(),
     classifyCases: [
       {
         name: 'VM does not exist',
@@ -128,15 +158,15 @@ export async function createReferenceFixture(
         want: 'NotFound',
       },
       {
-        name: 'VM vanished during create',
-        op: 'create',
-        error: new BackendError('NO_SUCH_VM', 'VM x does not exist'),
-        want: 'NotFound',
-      },
-      {
         name: 'VM locked',
         op: 'delete',
         error: new BackendError('LOCKED', 'VM x is locked (backup)'),
+        want: 'Transient',
+      },
+      {
+        name: 'VM exists (a define raced another)',
+        op: 'create',
+        error: new BackendError('VM_EXISTS', 'VM x already exists'),
         want: 'Transient',
       },
       {
@@ -176,7 +206,7 @@ export async function createReferenceFixture(
         want: 'Transient',
       },
     ],
-    classify: classifyMemory,
+    classify: (op, err) => module.classify(op, err),
     checkTargets: zones,
     delayTarget: (target, ms) => backend.delayTarget(target, ms),
     checkScenarios: [
@@ -195,12 +225,20 @@ export async function createReferenceFixture(
       },
       {
         name: 'the token is refused',
-        arrange: () => backend.presentToken('wrong-token'),
+        arrange: () => {
+          credential = 'wrong-token-0b1c';
+        },
         want: 'Unauthorized',
       },
     ],
     credentialSentinel: MEMORY_CREDENTIAL_SENTINEL,
-    rejectCredential: () => backend.presentToken(MEMORY_CREDENTIAL_SENTINEL),
+    rejectCredential: () => {
+      credential = MEMORY_CREDENTIAL_SENTINEL;
+    },
+    rotateCredential: () => {
+      credential = `${ACCEPTED_TOKEN}-rotated-${++rotations}`;
+      backend.acceptToken(credential);
+    },
   };
   return { provider, harness, backend };
 }

@@ -1,5 +1,11 @@
 import type { ConfigIssue, ConfigSchema, Profile, ProviderModule } from '@proxy-op/contract';
-import { type MemoryConfig, MemoryProvider, type MemoryProviderDeps } from './provider.js';
+import {
+  classify,
+  type MemoryConfig,
+  type MemoryId,
+  MemoryImplementation,
+  type MemoryProviderDeps,
+} from './provider.js';
 
 const KEY = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DEFAULTS: MemoryConfig = {
@@ -9,7 +15,7 @@ const DEFAULTS: MemoryConfig = {
 };
 
 /** The reference provider's config schema: three lists of catalogue keys, each defaulted. */
-export const memoryConfigSchema: ConfigSchema<MemoryConfig> = {
+export const configSchema: ConfigSchema<MemoryConfig> = {
   '~standard': {
     version: 1,
     vendor: '@proxy-op/providertest',
@@ -60,7 +66,7 @@ export const memoryConfigSchema: ConfigSchema<MemoryConfig> = {
 };
 
 /** The reference provider's choices on the contract's axes. */
-export const memoryProfile: Profile = {
+export const profile: Profile = {
   readiness: 'immediate',
   createReturn: 'blocking',
   deleteReturn: 'waits',
@@ -73,7 +79,7 @@ export const memoryProfile: Profile = {
   primaryKey: 'name-is-key',
   provisioningState: 'create-blocks',
   asyncOps: ['backend-lock'],
-  secondaryResources: 'none',
+  secondaryResources: 'explicit',
   credentials: 'mounted-files',
   clientKind: 'in-process',
   timeouts: 'signal-only',
@@ -83,13 +89,18 @@ export const memoryProfile: Profile = {
 };
 
 /** The reference provider as a provider module (type `memory`). */
-export const memoryProviderModule: ProviderModule<MemoryConfig, MemoryProviderDeps> = {
+export const providerModule: ProviderModule<MemoryConfig, MemoryProviderDeps, MemoryId> = {
   type: 'memory',
-  configSchema: memoryConfigSchema,
-  profile: memoryProfile,
+  configSchema,
+  profile,
+  classify,
   create: (name, config, deps) => {
-    if (deps?.backend === undefined)
+    if (deps?.backend === undefined) {
       throw new TypeError('memory provider: deps.backend is required');
-    return new MemoryProvider(name, config, deps);
+    }
+    if (typeof deps.credential !== 'function') {
+      throw new TypeError('memory provider: deps.credential must be a function');
+    }
+    return new MemoryImplementation(name, config, deps);
   },
 };

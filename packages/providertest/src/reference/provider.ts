@@ -1,40 +1,36 @@
 import {
-  abortedError,
   adoptionProblem,
   belongsTo,
-  type CallOptions,
+  type CheckAnswer,
+  type CheckContext,
+  type CheckedCreateRequest,
+  type CheckTarget,
   type Clock,
-  type CreateRequest,
-  checkCreateRequest,
+  type DeleteContext,
   defaultErrorFields,
+  deletionProblem,
   type ErrorClass,
   formatMark,
+  type IdParser,
+  type ImplementationChecker,
   type Instance,
   idFormat,
-  type ListOptions,
   type Logger,
-  listInstallation,
-  notFound,
+  type Mark,
   type Operation,
+  type OperationContext,
   observeSeam,
-  type Provider,
   type ProviderDeps,
   ProviderError,
+  type ProviderImplementation,
   parseMark,
-  permanent,
   Reason,
-  raceAbort,
   requireOneOf,
+  type ShellDeps,
   type State,
-  silentLogger,
   systemClock,
-  type TargetResult,
-  toProviderError,
-  transient,
 } from '@proxy-op/contract';
-import { KeyedLock, LockAbortedError } from '@proxy-op/keyedlock';
 import { BackendError, type MemoryBackend, type MemorySeam, type VmRecord } from './backend.js';
-import type { Flaw } from './flaws.js';
 
 /** The reference provider's config block (after defaults). */
 export interface MemoryConfig {
@@ -46,12 +42,15 @@ export interface MemoryConfig {
   readonly images: readonly string[];
 }
 
-/** What the reference provider is built with. */
+/** What the reference provider is built with, besides the contract's dependencies. */
 export interface MemoryProviderDeps extends ProviderDeps {
   /** The in-memory backend to talk to. */
   readonly backend: MemoryBackend;
-  /** A deliberate defect, for the conformance kit's self-test. */
-  readonly flaw?: Flaw | undefined;
+  /**
+   * Reads the credential, as a provider reads a mounted token file: called
+   * for every backend call, so a rotated credential is picked up at once.
+   */
+  readonly credential: () => string;
 }
 
 /** Provider IDs: `vms/<name>`. */
@@ -59,8 +58,18 @@ export const memoryId = idFormat(['vms', ':name'], {
   name: /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
 });
 
-/** The reference provider's classify table. */
-export function classifyMemory(_op: Operation, err: unknown): ErrorClass {
+/** The parts of a reference provider ID. */
+export interface MemoryId {
+  readonly name: string;
+}
+
+/** The name of an instance's seed volume. */
+export function seedVolume(name: string): string {
+  return `${name}-seed`;
+}
+
+/** The reference provider's classify table: backend statuses to error classes. */
+export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return err.errorClass;
   if (err instanceof BackendError) {
     switch (err.status) {
@@ -80,251 +89,216 @@ export function classifyMemory(_op: Operation, err: unknown): ErrorClass {
 }
 
 /** Maps a backend status (and IP) to the contract's state. */
-export function mapMemoryState(vm: VmRecord, flaw?: Flaw): State {
+export function mapMemoryState(vm: VmRecord): State {
   switch (vm.status) {
     case 'defined':
-      return flaw === 'never-started-is-stopped' ? 'Stopped' : 'Provisioning';
+      return 'Provisioning';
     case 'running':
-      return vm.ip !== undefined || flaw === 'running-without-ip' ? 'Running' : 'Provisioning';
+      return vm.ip !== undefined ? 'Running' : 'Provisioning';
     case 'stopped':
       return 'Stopped';
     case 'terminated':
       return 'Terminated';
     default:
-      return flaw === 'unknown-state-not-stopped' ? 'Provisioning' : 'Stopped';
+      return 'Stopped';
   }
 }
 
-/** The reference provider: the contract kept by an in-memory backend. */
-export class MemoryProvider implements Provider {
-  readonly type = 'memory';
-  readonly #config: MemoryConfig;
-  readonly #seam: MemorySeam;
-  readonly #lock = new KeyedLock<string>();
-  readonly #log: Logger;
-  readonly #clock: Clock;
-  readonly #flaw: Flaw | undefined;
-  readonly #remembered = new Map<string, { uid: string; createdAt: Date }>();
-  readonly #deleting = new Set<string>();
+/**
+ * The reference provider: the backend logic of the contract over the
+ * in-memory backend. The operation shell (`createProvider`) adds the
+ * argument and signal checks, the per-name lock, the error funnel and the
+ * Checker policy. Each step is a method of its own, so a test can build a
+ * variant that breaks exactly one rule.
+ */
+export class MemoryImplementation implements ProviderImplementation<MemoryId> {
+  readonly ids: IdParser<MemoryId> = memoryId;
+  protected readonly config: MemoryConfig;
+  protected readonly seam: MemorySeam;
+  protected readonly log: Logger;
+  protected readonly clock: Clock;
 
   constructor(
-    readonly name: string,
+    protected readonly name: string,
     config: MemoryConfig,
-    deps: MemoryProviderDeps,
+    deps: MemoryProviderDeps & ShellDeps,
   ) {
-    this.#config = config;
-    this.#flaw = deps.flaw;
-    this.#clock = deps.clock ?? systemClock;
-    this.#log = (deps.logger ?? silentLogger).child({ provider: name });
-    const raw = deps.backend.seam();
-    this.#seam =
-      this.#flaw === 'no-child-spans'
-        ? raw
-        : observeSeam(raw, {
-            prefix: 'memory',
-            provider: name,
-            tracer: deps.tracer,
-            logger: deps.logger,
-            fields: (method, args) =>
-              method === 'list' || typeof args[0] !== 'string' ? {} : { name: args[0] },
-            errorFields: (err) =>
-              err instanceof BackendError ? { status: err.status } : defaultErrorFields(err),
-          });
+    this.config = config;
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger.child({ provider: name });
+    const credential = () => {
+      const token = deps.credential();
+      deps.secrets.add(token);
+      return token;
+    };
+    this.seam = this.decorate(deps.backend.seam(credential), deps);
   }
 
-  async create(req: CreateRequest, opts: CallOptions = {}): Promise<string> {
-    const signal = this.#signal(opts.signal);
-    const checked = checkCreateRequest(this.#errName, req);
-    if (this.#flaw === 'placement-checked-late') await this.#seam.lookup(req.name, signal);
-    this.#placement(checked);
-    this.#log.trace(
-      this.#flaw === 'logs-cloud-init'
-        ? { name: req.name, cloudInit: new TextDecoder().decode(req.cloudInit) }
-        : { name: req.name, cloudInitBytes: req.cloudInit.byteLength, placement: req.placement },
+  /** Wraps the seam with a child span and a debug line per call. */
+  protected decorate(seam: MemorySeam, deps: MemoryProviderDeps & ShellDeps): MemorySeam {
+    return observeSeam(seam, {
+      prefix: 'memory',
+      provider: this.name,
+      tracer: deps.tracer,
+      logger: deps.logger,
+      fields: (method, args) =>
+        method === 'list' || typeof args[0] !== 'string' ? {} : { name: args[0] },
+      errorFields: (err) =>
+        err instanceof BackendError ? { status: err.status } : defaultErrorFields(err),
+    });
+  }
+
+  lockKey(id: MemoryId): string {
+    return id.name;
+  }
+
+  /** Placement, then the existing VM (adopted or refused), or a new one: seed, define, start. */
+  async create(req: CheckedCreateRequest, ctx: OperationContext): Promise<string> {
+    this.checkPlacement(req, ctx);
+    this.log.trace(
+      { name: req.name, cloudInitBytes: req.cloudInit.byteLength, placement: req.placement },
       'memory create resolved',
     );
     const id = memoryId.format({ name: req.name });
-    return this.#locked('create', req.name, signal, async () => {
-      const existing =
-        this.#flaw === 'repeat-create-duplicates'
-          ? undefined
-          : await this.#seam.lookup(req.name, signal);
-      if (existing !== undefined) {
-        const problem =
-          this.#flaw === 'adopts-foreign-instances'
-            ? undefined
-            : adoptionProblem(parseMark(existing.metadata), checked);
-        if (problem !== undefined) {
-          throw permanent(
-            this.#errName,
-            'create',
-            `an instance named ${req.name} exists and ${problem}; delete or rename it, or rename the Proxy`,
-          );
-        }
-        if (existing.lock !== undefined) {
-          throw transient(
-            this.#errName,
-            'create',
-            `instance ${req.name} is locked (${existing.lock})`,
-          );
-        }
-        if (existing.status !== 'running') await this.#seam.start(req.name, signal);
-        this.#log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
-        return id;
-      }
-      const createdAt = this.#clock.now();
-      let vmName = req.name;
-      if (
-        this.#flaw === 'repeat-create-duplicates' &&
-        (await this.#seam.lookup(req.name, signal))
-      ) {
-        vmName = `${req.name.slice(0, 50)}-dup${this.#remembered.size}`;
-      }
-      await this.#seam.define(
-        vmName,
-        formatMark({ uid: req.uid, createdAt, installation: checked.installation }),
-        req.cloudInit,
-        signal,
-      );
-      this.#remembered.set(req.name, { uid: req.uid, createdAt });
-      await this.#seam.start(vmName, signal);
+    const existing = await this.seam.lookup(req.name, ctx.signal);
+    if (existing !== undefined) {
+      await this.adopt(existing, req, ctx);
       return id;
-    });
-  }
-
-  async get(id: string, opts: CallOptions = {}): Promise<Instance> {
-    const signal = this.#signal(opts.signal);
-    const name = this.#parse(id, 'get');
-    try {
-      if (this.#flaw === 'not-found-during-delete' && this.#deleting.has(name)) {
-        throw notFound(this.#errName, 'get', `instance ${name} is being deleted`);
-      }
-      const vm = await this.#seam.lookup(name, signal);
-      if (vm === undefined) throw notFound(this.#errName, 'get', `instance ${name} does not exist`);
-      if (vm.lock !== undefined) {
-        if (this.#flaw === 'not-found-while-locked') {
-          throw notFound(this.#errName, 'get', `instance ${name} is locked`);
-        }
-        throw transient(this.#errName, 'get', `instance ${name} is locked (${vm.lock}); try again`);
-      }
-      const mark = parseMark(vm.metadata);
-      if (mark === undefined) {
-        throw notFound(this.#errName, 'get', `instance ${name} is not managed by proxy-op`);
-      }
-      const state = mapMemoryState(vm, this.#flaw);
-      const remembered =
-        this.#flaw === 'reads-mark-from-memory' ? this.#remembered.get(name) : undefined;
-      const instance: Instance = {
-        id,
-        uid: remembered?.uid ?? mark.uid,
-        createdAt: remembered?.createdAt ?? mark.createdAt,
-        state,
-        ip: state === 'Running' ? vm.ip : undefined,
-        installation: mark.installation,
-      };
-      this.#log.trace({ name, state, ip: instance.ip }, 'memory instance read');
-      return instance;
-    } catch (err) {
-      throw this.#fail('get', err, signal);
     }
-  }
-
-  async delete(id: string, opts: CallOptions = {}): Promise<void> {
-    const signal = this.#signal(opts.signal);
-    const name = this.#parse(id, 'delete');
-    await this.#locked('delete', name, signal, async () => {
-      const vm = await this.#seam.lookup(name, signal);
-      if (vm === undefined) {
-        if (this.#flaw === 'delete-not-idempotent') {
-          throw notFound(this.#errName, 'delete', `instance ${name} does not exist`);
-        }
-        return;
-      }
-      if (parseMark(vm.metadata) === undefined) {
-        this.#log.debug({ name }, 'memory instance not managed by proxy-op; left alone');
-        return;
-      }
-      if (vm.lock !== undefined) {
-        throw transient(
-          this.#errName,
-          'delete',
-          `instance ${name} is locked (${vm.lock}); try again`,
-        );
-      }
-      this.#deleting.add(name);
-      try {
-        if (vm.status === 'running') await this.#seam.stop(name, signal);
-        await this.#seam.destroy(name, signal);
-      } finally {
-        this.#deleting.delete(name);
-      }
-      this.#remembered.delete(name);
+    const seed = seedVolume(req.name);
+    await this.seam.putSeed(seed, req.cloudInit, ctx.signal);
+    const mark = formatMark({
+      uid: req.uid,
+      createdAt: this.clock.now(),
+      installation: req.installation,
     });
-  }
-
-  async listByTag(opts: ListOptions = {}): Promise<Instance[]> {
-    const signal = this.#signal(opts.signal);
-    const installation = listInstallation(this.#errName, opts);
     try {
-      const vms = await this.#seam.list(signal);
-      const out: Instance[] = [];
-      for (const vm of vms) {
-        const mark = parseMark(vm.metadata);
-        if (mark === undefined) continue;
-        if (this.#flaw !== 'lists-other-installations' && !belongsTo(mark, installation)) continue;
-        if (this.#flaw === 'list-drops-empty-uid' && mark.uid === '') continue;
-        out.push({
-          id: memoryId.format({ name: vm.name }),
-          uid: mark.uid,
-          createdAt: mark.createdAt,
-          installation: mark.installation,
-        });
-      }
-      return out;
+      await this.seam.define(req.name, mark, seed, ctx.signal);
     } catch (err) {
-      throw this.#fail('list', err, signal);
+      // A refused define leaves no seed behind; a cancelled one may still
+      // be carried out, so its seed stays for the retry to use.
+      if (!ctx.signal?.aborted) await this.seam.deleteSeed(seed, ctx.signal).catch(() => {});
+      throw err;
     }
+    await this.seam.start(req.name, ctx.signal);
+    return id;
   }
 
-  async check(opts: CallOptions = {}): Promise<TargetResult[]> {
-    const signal = this.#flaw === 'check-ignores-signal' ? undefined : opts.signal;
-    const finished: TargetResult[] = [];
-    const results = await Promise.all(
-      this.#config.zones.map(async (zone) => {
-        const r = await this.#checkZone(zone, signal);
-        finished.push(r);
-        return r;
-      }),
-    );
-    return this.#flaw === 'check-unordered' ? finished : results;
-  }
-
-  async #checkZone(zone: string, signal: AbortSignal | undefined): Promise<TargetResult> {
-    const base = { target: zone, address: `memory://${zone}` };
-    try {
-      const { version } = await raceAbort(
-        this.#seam.ping(zone, signal),
-        signal,
-        this.#errName,
-        'check',
+  /** Adopts our own VM (same UID or empty, same installation) and finishes it; refuses anything else. */
+  protected async adopt(
+    vm: VmRecord,
+    req: CheckedCreateRequest,
+    ctx: OperationContext,
+  ): Promise<void> {
+    const problem = adoptionProblem(this.readMark(vm), req);
+    if (problem !== undefined) {
+      throw ctx.permanent(
+        `an instance named ${req.name} exists and ${problem}; delete or rename it, or rename the Proxy`,
       );
-      return {
-        ...base,
-        ready: true,
-        reason: Reason.Reachable,
-        message: 'answered',
-        details: { version },
-      };
-    } catch (err) {
-      if (signal?.aborted) {
-        return {
-          ...base,
-          ready: false,
-          reason: Reason.Timeout,
-          message: 'check ran out of time',
-          details: {},
-        };
+    }
+    if (vm.lock !== undefined) {
+      throw ctx.transient(`instance ${req.name} is locked (${vm.lock})`);
+    }
+    await this.seam.putSeed(vm.seed ?? seedVolume(req.name), req.cloudInit, ctx.signal);
+    if (vm.status !== 'running') await this.seam.start(req.name, ctx.signal);
+    this.log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
+  }
+
+  /** Zone (required with more than one), machine type and image, each from the catalogue. */
+  protected checkPlacement(req: CheckedCreateRequest, ctx: OperationContext): void {
+    const { zones, machineTypes, images } = this.config;
+    const p = req.placement;
+    if (zones.length > 1 || (p.zone !== undefined && p.zone !== '')) {
+      requireOneOf(ctx.provider, 'placement.zone', p.zone, zones, 'memory.zones');
+    }
+    requireOneOf(
+      ctx.provider,
+      'placement.machineType',
+      p.machineType,
+      machineTypes,
+      'memory.machineTypes',
+    );
+    requireOneOf(ctx.provider, 'placement.image', p.image, images, 'memory.images');
+  }
+
+  /** The ownership mark of a VM, read from its metadata. */
+  protected readMark(vm: VmRecord): Mark | undefined {
+    return parseMark(vm.metadata);
+  }
+
+  async get(id: MemoryId, ctx: OperationContext): Promise<Instance> {
+    const vm = await this.seam.lookup(id.name, ctx.signal);
+    if (vm === undefined) throw ctx.notFound(`instance ${id.name} does not exist`);
+    const mark = this.readMark(vm);
+    if (vm.lock !== undefined) {
+      throw ctx.transient(`instance ${id.name} is locked (${vm.lock}); try again`);
+    }
+    if (mark === undefined) throw ctx.notFound(`instance ${id.name} is not managed by proxy-op`);
+    const state = this.state(vm);
+    const instance: Instance = {
+      id: memoryId.format(id),
+      uid: mark.uid,
+      createdAt: mark.createdAt,
+      state,
+      ip: state === 'Running' ? vm.ip : undefined,
+      installation: mark.installation,
+    };
+    this.log.trace({ name: id.name, state, ip: instance.ip }, 'memory instance read');
+    return instance;
+  }
+
+  /** The contract's state of a VM. */
+  protected state(vm: VmRecord): State {
+    return mapMemoryState(vm);
+  }
+
+  /** Stops and destroys our VM and deletes its seed; leaves anyone else's VM alone. */
+  async delete(id: MemoryId, ctx: DeleteContext): Promise<void> {
+    const vm = await this.seam.lookup(id.name, ctx.signal);
+    if (vm !== undefined) {
+      const problem = deletionProblem(this.readMark(vm), ctx.owner);
+      if (problem !== undefined) {
+        this.log.debug({ name: id.name, problem }, 'memory instance not ours; left alone');
+        return;
       }
+      if (vm.lock !== undefined) {
+        throw ctx.transient(`instance ${id.name} is locked (${vm.lock}); try again`);
+      }
+      if (vm.status === 'running') await this.seam.stop(id.name, ctx.signal);
+      await this.seam.destroy(id.name, ctx.signal);
+    }
+    await this.seam.deleteSeed(vm?.seed ?? seedVolume(id.name), ctx.signal);
+  }
+
+  async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
+    const vms = await this.seam.list(ctx.signal);
+    const out: Instance[] = [];
+    for (const vm of vms) {
+      const mark = this.readMark(vm);
+      if (mark === undefined || !belongsTo(mark, installation)) continue;
+      out.push({
+        id: memoryId.format({ name: vm.name }),
+        uid: mark.uid,
+        createdAt: mark.createdAt,
+        installation: mark.installation,
+      });
+    }
+    return out;
+  }
+
+  readonly checker: ImplementationChecker = {
+    targets: (): CheckTarget[] =>
+      this.config.zones.map((zone) => ({ target: zone, address: `memory://${zone}` })),
+    check: (target, ctx) => this.checkZone(target, ctx),
+  };
+
+  /** Pings one zone; names the reason for each failure. */
+  protected async checkZone(target: CheckTarget, ctx: CheckContext): Promise<CheckAnswer> {
+    try {
+      const { version } = await this.seam.ping(target.target, ctx.signal);
+      ctx.details.version = version;
+      return { reason: Reason.Reachable, message: 'answered' };
+    } catch (err) {
       const status = err instanceof BackendError ? err.status : undefined;
       const reason =
         status === 'UNREACHABLE'
@@ -334,84 +308,7 @@ export class MemoryProvider implements Provider {
             : status === 'FORBIDDEN'
               ? Reason.Forbidden
               : Reason.APIError;
-      const message =
-        this.#flaw === 'leaks-credential' && err instanceof Error
-          ? err.message
-          : `backend answered ${status ?? 'with an unexpected failure'}`;
-      return { ...base, ready: false, reason, message, details: {} };
+      return { reason, message: err instanceof Error ? err.message : 'check failed' };
     }
-  }
-
-  get #errName(): string {
-    return this.#flaw === 'wrong-provider-name' ? this.type : this.name;
-  }
-
-  #signal(signal: AbortSignal | undefined): AbortSignal | undefined {
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new TypeError('opts.signal must be an AbortSignal');
-    }
-    return this.#flaw === 'ignores-signal' ? undefined : signal;
-  }
-
-  #parse(id: string, op: 'get' | 'delete'): string {
-    if (this.#flaw === 'lax-id-parsing') return String(id).split('/').pop() ?? '';
-    return memoryId.mustParse(id, this.#errName, op).name;
-  }
-
-  #placement(req: CreateRequest): void {
-    const { zones, machineTypes, images } = this.#config;
-    const p = req.placement;
-    if (zones.length > 1 || (p.zone !== undefined && p.zone !== '')) {
-      requireOneOf(this.#errName, 'placement.zone', p.zone, zones, 'memory.zones');
-    }
-    requireOneOf(
-      this.#errName,
-      'placement.machineType',
-      p.machineType,
-      machineTypes,
-      'memory.machineTypes',
-    );
-    requireOneOf(this.#errName, 'placement.image', p.image, images, 'memory.images');
-  }
-
-  async #locked<T>(
-    op: Operation,
-    name: string,
-    signal: AbortSignal | undefined,
-    fn: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await this.#lock.run(name, fn, { signal });
-    } catch (err) {
-      throw this.#fail(op, err, signal);
-    }
-  }
-
-  #fail(op: Operation, err: unknown, signal: AbortSignal | undefined): unknown {
-    if (err instanceof TypeError) return err;
-    if (signal?.aborted && (LockAbortedError.isInstance(err) || !ProviderError.isInstance(err))) {
-      return abortedError(this.#errName, op, signal);
-    }
-    if (err instanceof BackendError) {
-      const message =
-        this.#flaw === 'leaks-credential'
-          ? err.message
-          : `memory backend answered ${err.status} during ${op}`;
-      return toProviderError(
-        this.#errName,
-        op,
-        new SafeBackendError(err.status, message),
-        classifyMemory,
-      );
-    }
-    return toProviderError(this.#errName, op, err, classifyMemory);
-  }
-}
-
-/** A backend failure with the body left out (it may echo credentials). */
-class SafeBackendError extends BackendError {
-  constructor(status: BackendError['status'], message: string) {
-    super(status, '');
-    this.message = message;
   }
 }

@@ -1,0 +1,174 @@
+import { isIPv4 } from 'node:net';
+import {
+  abortWhileBlocked,
+  type ConformanceOptions,
+  classOf,
+  collect,
+  counts,
+  everythingIn,
+  expectGone,
+  leakedIn,
+  rejection,
+  required,
+  settleWithin,
+  test,
+} from '../support.js';
+
+const CLOUD_INIT_SECRET = 'CLOUDINIT-SENTINEL-5b1e-never-log-me';
+const SENTINEL_CLOUD_INIT = `#cloud-config\n# ${CLOUD_INIT_SECRET}\nruncmd: [true]\n`;
+
+/**
+ * Create (§2.1): idempotence, placement checked before any backend call,
+ * what Get sees right after Create, deterministic IDs, the creation time,
+ * quota, never-started instances, and cloud-init kept out of every log,
+ * span and error.
+ */
+export function describeCreateConformance(opts: ConformanceOptions): void {
+  const { expect } = opts.vitest;
+  const { profile } = opts;
+  opts.vitest.describe('Create', () => {
+    test(opts, 'repeat Create returns the same ID and creates nothing', async (t) => {
+      const req = t.request();
+      const id = await t.provider.create(req);
+      const before = await counts(t);
+      expect(await t.provider.create(req), 'the repeat returns the same ID').toBe(id);
+      const after = await counts(t);
+      expect(after.instances, 'instances after the repeat').toBe(before.instances);
+      expect(after.secondary, 'secondary resources after the repeat').toBe(before.secondary);
+      expect((await t.provider.get(id)).uid, 'the UID of the instance').toBe(req.uid);
+    });
+
+    test(opts, 'Create checks placement before any backend call', async (t) => {
+      expect(
+        t.harness.invalidPlacements.length,
+        'the harness lists invalid placements',
+      ).toBeGreaterThan(0);
+      for (const { placement, field } of t.harness.invalidPlacements) {
+        const what = JSON.stringify(placement);
+        const before = t.harness.backendCalls();
+        const err = await rejection(t.provider.create(t.request({ placement })));
+        expect(classOf(err), `class of the refusal of ${what}`).toBe('Permanent');
+        expect((err as Error).message, `the refusal of ${what} names ${field}`).toContain(field);
+        expect(t.harness.backendCalls(), `backend calls for ${what}`).toBe(before);
+      }
+    });
+
+    test(opts, 'Get right after Create answers with the instance', async (t) => {
+      const id = await t.provider.create(t.request());
+      const got = await settleWithin(t.provider.get(id), 10_000);
+      if (got.state === 'rejected') {
+        expect(classOf(got.error), 'Get right after Create (never NotFound)').not.toBe('NotFound');
+      }
+      expect(got.state, 'Get right after Create answers').toBe('resolved');
+      const inst = got.state === 'resolved' ? got.value : undefined;
+      expect(['Provisioning', 'Running'], 'the state right after Create').toContain(inst?.state);
+      if (profile.readiness === 'immediate') {
+        expect(inst?.state, 'an immediate-readiness instance right after Create').toBe('Running');
+        expect(isIPv4(inst?.ip ?? ''), 'its IPv4 address').toBe(true);
+      } else {
+        await t.harness.setRunning(id, '10.20.30.40');
+        const later = await t.provider.get(id);
+        expect(later.state, 'the state once the instance runs with an address').toBe('Running');
+      }
+    });
+
+    test(opts, 'the same request gets the same ID after Delete', async (t) => {
+      const req = t.request();
+      const id = await t.provider.create(req);
+      await t.provider.delete(id);
+      await expectGone(t, id);
+      expect(await t.provider.create(req), 'the ID of the same request after Delete').toBe(id);
+      if (profile.primaryKey === 'name-is-key') {
+        await t.provider.delete(id);
+        await expectGone(t, id);
+        const other = await t.provider.create({ ...req, uid: `${req.uid}-2` });
+        expect(other, 'a name-is-key ID for the same name and another UID').toBe(id);
+      }
+    });
+
+    test(opts, 'CreatedAt is when Create ran', async (t) => {
+      const slack = profile.createdAt === 'backend-timestamp' ? 600_000 : 1_000;
+      const t0 = Math.floor(Date.now() / 1000) * 1000 - slack;
+      const id = await t.provider.create(t.request());
+      const t1 = Date.now() + slack;
+      const at = (await t.provider.get(id)).createdAt.getTime();
+      expect(at, `CreatedAt (${profile.createdAt}) is not before Create`).toBeGreaterThanOrEqual(
+        t0,
+      );
+      expect(at, `CreatedAt (${profile.createdAt}) is not after Create`).toBeLessThanOrEqual(t1);
+    });
+
+    if (profile.quota === 'detected') {
+      test(opts, 'Create without capacity is QuotaExceeded and creates nothing', async (t) => {
+        const exhaust = required(
+          t.harness.exhaustCapacity,
+          'the harness implements exhaustCapacity (profile.quota is detected)',
+        );
+        await t.provider.create(t.request());
+        await exhaust.call(t.harness);
+        const before = await counts(t);
+        const err = await rejection(t.provider.create(t.request()));
+        expect(classOf(err), 'class of a Create without capacity').toBe('QuotaExceeded');
+        const after = await counts(t);
+        expect(after.instances, 'instances after a Create without capacity').toBe(before.instances);
+        expect(after.secondary, 'secondary resources after a Create without capacity').toBe(
+          before.secondary,
+        );
+      });
+    }
+
+    test(opts, 'a never-started instance is never Stopped', async (t) => {
+      const id = await t.harness.plantNeverStarted(t.request());
+      const got = await settleWithin(t.provider.get(id), 10_000);
+      expect(
+        got.state,
+        'Get of a planted never-started instance answers (the harness must plant it readable, not locked)',
+      ).toBe('resolved');
+      const state = got.state === 'resolved' ? got.value.state : undefined;
+      expect(state, 'the state of a never-started instance').not.toBe('Stopped');
+      if (profile.provisioningState === 'native') {
+        expect(state, 'the state of a never-started instance (native provisioning)').toBe(
+          'Provisioning',
+        );
+      }
+      const created = await t.provider.create(t.request());
+      expect((await t.provider.get(created)).state, 'the state of a new instance').not.toBe(
+        'Stopped',
+      );
+    });
+
+    test(opts, 'cloud-init never reaches logs, spans or errors', async (t) => {
+      const cloudInit = new TextEncoder().encode(SENTINEL_CLOUD_INIT);
+      const errors: unknown[] = [];
+      const req = t.request({ cloudInit });
+      const id = await t.provider.create(req);
+      await t.provider.create(req);
+      await t.provider.get(id);
+      await t.provider.listByTag();
+      for (const { placement } of t.harness.invalidPlacements) {
+        await collect(errors, t.provider.create(t.request({ cloudInit, placement })));
+      }
+      const foreign = t.request({ cloudInit });
+      await t.harness.plantMarked(foreign.name, { uid: 'someone-else', installation: 'default' });
+      await collect(errors, t.provider.create(foreign));
+      t.harness.injectMalformed();
+      await collect(errors, t.provider.create(t.request({ cloudInit })));
+      const cancelled = await abortWhileBlocked(t, 1, 'create', (signal) =>
+        t.provider.create(t.request({ cloudInit }), { signal }),
+      );
+      if (cancelled.state === 'rejected') errors.push(cancelled.error);
+      else await collect(errors, cancelled.promise);
+      await t.provider.delete(id);
+      expect(errors.length, 'failed Creates to look into').toBeGreaterThan(2);
+      for (const err of errors) {
+        expect(leakedIn(everythingIn(err), CLOUD_INIT_SECRET), 'cloud-init in an error').toBe(
+          undefined,
+        );
+      }
+      expect(leakedIn(t.logs.text(), CLOUD_INIT_SECRET), 'cloud-init in the logs').toBe(undefined);
+      expect(leakedIn(t.spans.text(), CLOUD_INIT_SECRET), 'cloud-init in the spans').toBe(
+        undefined,
+      );
+    });
+  });
+}
