@@ -19,7 +19,7 @@ const PERMANENT = new Set([
 const QUOTA = new Set(['ENOSPC', 'EDQUOT']);
 
 /** The class of a failure of a local backend call. Unknown failures are Transient. */
-export function classifyLocal(_op: Operation, err: unknown): ErrorClass {
+export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return err.errorClass;
   if (err instanceof LocalError) {
     return err.code === 'ADDRESS_RANGE_EXHAUSTED' ? 'QuotaExceeded' : 'Transient';

@@ -18,6 +18,8 @@ export interface LocalTimeouts {
   readonly stopMs: number;
   /** One health probe of a proxy (default 1000). */
   readonly probeMs: number;
+  /** One state-folder or process-table operation (default 5000): a stuck mount fails Transient instead of hanging. */
+  readonly fileMs: number;
 }
 
 /** The `local` provider's config block after defaults. */
@@ -39,7 +41,12 @@ export interface LocalConfig {
 }
 
 /** The default per-call budgets. */
-export const DEFAULT_TIMEOUTS: LocalTimeouts = { startMs: 10_000, stopMs: 5_000, probeMs: 1_000 };
+export const DEFAULT_TIMEOUTS: LocalTimeouts = {
+  startMs: 10_000,
+  stopMs: 5_000,
+  probeMs: 1_000,
+  fileMs: 5_000,
+};
 
 /** The defaults of every field. */
 export function localDefaults(): LocalConfig {
@@ -66,7 +73,7 @@ const FIELDS = [
 const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** The `local` provider's config schema: every field optional, defaults filled in. */
-export const localConfigSchema: ConfigSchema<LocalConfig> = {
+export const configSchema: ConfigSchema<LocalConfig> = {
   '~standard': {
     version: 1,
     vendor: '@proxy-op/provider-local',

@@ -5,24 +5,21 @@
  * @module
  */
 export { cidrProblem, loopbackHosts } from './cidr.js';
-export { classifyLocal } from './classify.js';
+export { classify } from './classify.js';
 export {
+  configSchema,
   DEFAULT_TIMEOUTS,
   type LocalConfig,
   type LocalTimeouts,
-  localConfigSchema,
   localDefaults,
 } from './config.js';
-export { localProfile, providerModule } from './module.js';
+export { profile, providerModule } from './module.js';
 export {
-  CHECK_TARGETS,
-  LocalProvider,
+  type LocalId,
   type LocalProviderDeps,
   LocalReason,
   localId,
   localStatePath,
-  mapLocalState,
-  preferredIndex,
 } from './provider.js';
 export {
   type AccessLogEntry,

@@ -1,14 +1,16 @@
 /**
- * The `local` provider as a provider module: type, config schema, profile.
+ * The `local` provider as a provider module: type, config schema, profile,
+ * classify.
  *
  * @module
  */
 import type { Profile, ProviderModule } from '@proxy-op/contract';
-import { type LocalConfig, localConfigSchema } from './config.js';
-import { LocalProvider, type LocalProviderDeps } from './provider.js';
+import { classify } from './classify.js';
+import { configSchema, type LocalConfig } from './config.js';
+import { type LocalId, LocalImplementation, type LocalProviderDeps } from './provider.js';
 
 /** The `local` provider's choices on the contract's axes (§4). */
-export const localProfile: Profile = {
+export const profile: Profile = {
   readiness: 'immediate',
   createReturn: 'blocking',
   deleteReturn: 'waits',
@@ -31,9 +33,10 @@ export const localProfile: Profile = {
 };
 
 /** The `local` provider module (type `local`). */
-export const providerModule: ProviderModule<LocalConfig, LocalProviderDeps> = {
+export const providerModule: ProviderModule<LocalConfig, LocalProviderDeps, LocalId> = {
   type: 'local',
-  configSchema: localConfigSchema,
-  profile: localProfile,
-  create: (name, config, deps) => new LocalProvider(name, config, deps ?? {}),
+  configSchema,
+  profile,
+  classify,
+  create: (name, config, deps) => new LocalImplementation(name, config, deps),
 };

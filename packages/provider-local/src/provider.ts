@@ -1,50 +1,41 @@
 /**
  * The `local` provider: each instance is a detached proxy process on its
  * own loopback address, with its state file (marks, address, pid) in the
- * state folder.
+ * state folder. This is the backend logic only; `createProvider` wraps it
+ * in the contract's operation shell.
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import {
-  abortedError,
   adoptionProblem,
   belongsTo,
-  type CallOptions,
+  type CheckAnswer,
+  type CheckContext,
   type CheckedCreateRequest,
+  type CheckTarget,
   type Clock,
-  type CreateRequest,
-  checkCreateRequest,
+  type DeleteContext,
+  deletionProblem,
   formatMark,
+  type ImplementationChecker,
   type Instance,
   idFormat,
-  type ListOptions,
   type Logger,
-  listInstallation,
-  notFound,
-  type Operation,
+  type OperationContext,
   observeSeam,
-  type Provider,
   type ProviderDeps,
-  ProviderError,
+  type ProviderImplementation,
   parseMark,
-  permanent,
   Reason,
-  raceAbort,
   requireOneOf,
+  type ShellDeps,
   type State,
-  silentLogger,
-  sleep,
   systemClock,
-  type TargetResult,
-  throwIfAborted,
-  toProviderError,
-  transient,
 } from '@proxy-op/contract';
-import { KeyedLock, LockAbortedError } from '@proxy-op/keyedlock';
+import { KeyedLock } from '@proxy-op/keyedlock';
 import { loopbackHosts } from './cidr.js';
-import { classifyLocal } from './classify.js';
 import type { LocalConfig } from './config.js';
 import {
   createProcessSeam,
@@ -60,7 +51,7 @@ export interface LocalProviderDeps extends ProviderDeps {
   /**
    * The backend calls to use instead of the real files and processes
    * (tests wrap the production seam from `createProcessSeam`). The provider
-   * decorates it with `observeSeam` itself.
+   * bounds and decorates it itself.
    */
   readonly seam?: LocalSeam | undefined;
 }
@@ -69,6 +60,11 @@ export interface LocalProviderDeps extends ProviderDeps {
 export const localId = idFormat(['processes', ':name'], {
   name: /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
 });
+
+/** The parts of a `local` provider ID. */
+export interface LocalId {
+  readonly name: string;
+}
 
 /** The allocation lock's key (never an instance name). */
 const ALLOCATE = '\0allocate';
@@ -111,25 +107,62 @@ export function preferredIndex(name: string, uid: string, size: number): number 
   return h.readUInt32BE(0) % size;
 }
 
-/** The `local` provider. Build it with `createProvider(providerModule, name, config)`. */
-export class LocalProvider implements Provider {
-  /** The provider type. */
-  readonly type = 'local';
+/**
+ * Bounds every seam call by its budget (contract §4.16): state-folder and
+ * process-table calls by `fileMs`, a probe by `probeMs`, a spawn by
+ * `startMs`, a kill by `stopMs` plus the SIGKILL grace. A call past its
+ * budget fails with `CALL_TIMEOUT` (Transient); the caller's signal still
+ * ends it sooner.
+ */
+export function budgetedSeam(seam: LocalSeam, t: LocalConfig['timeouts']): LocalSeam {
+  const budgets: Record<keyof LocalSeam, number> = {
+    readState: t.fileMs,
+    writeState: t.fileMs,
+    removeState: t.fileMs,
+    listStates: t.fileMs,
+    alive: t.fileMs,
+    logTail: t.fileMs,
+    checkStateDir: t.fileMs,
+    bindable: t.fileMs,
+    probe: t.probeMs + t.fileMs,
+    spawn: t.startMs,
+    kill: t.stopMs + 2_000 + t.fileMs,
+  };
+  const out: Partial<Record<keyof LocalSeam, unknown>> = {};
+  for (const method of Object.keys(budgets) as (keyof LocalSeam)[]) {
+    const ms = budgets[method];
+    const call = (seam[method] as (...a: unknown[]) => Promise<unknown>).bind(seam);
+    out[method] = (...args: unknown[]) => {
+      let timer: NodeJS.Timeout | undefined;
+      const budget = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(
+          () => reject(new LocalError('CALL_TIMEOUT', `${method} took longer than ${ms} ms`)),
+          ms,
+        );
+      });
+      const result = call(...args);
+      result.catch(() => {});
+      return Promise.race([result, budget]).finally(() => clearTimeout(timer));
+    };
+  }
+  return out as LocalSeam;
+}
+
+/** The `local` provider's backend logic. Build it with `createProvider(providerModule, name, config)`. */
+export class LocalImplementation implements ProviderImplementation<LocalId> {
+  readonly ids = localId;
   readonly #config: LocalConfig;
   readonly #seam: LocalSeam;
-  readonly #lock = new KeyedLock<string>();
+  readonly #allocation = new KeyedLock<string>();
   readonly #log: Logger;
   readonly #clock: Clock;
 
-  constructor(
-    readonly name: string,
-    config: LocalConfig,
-    deps: LocalProviderDeps = {},
-  ) {
+  constructor(name: string, config: LocalConfig, deps: LocalProviderDeps & ShellDeps) {
     this.#config = config;
     this.#clock = deps.clock ?? systemClock;
-    this.#log = (deps.logger ?? silentLogger).child({ provider: name });
-    this.#seam = observeSeam(deps.seam ?? createProcessSeam(config), {
+    this.#log = deps.logger.child({ provider: name });
+    const raw = budgetedSeam(deps.seam ?? createProcessSeam(config), config.timeouts);
+    this.#seam = observeSeam(raw, {
       prefix: 'local',
       provider: name,
       tracer: deps.tracer,
@@ -145,176 +178,146 @@ export class LocalProvider implements Provider {
     });
   }
 
-  /** Idempotent; adopts by UID; resolves with `processes/<name>` once the proxy answers. */
-  async create(req: CreateRequest, opts: CallOptions = {}): Promise<string> {
-    const signal = checkSignal(opts.signal);
-    const checked = checkCreateRequest(this.name, req);
-    this.#placement(checked);
+  lockKey(id: LocalId): string {
+    return id.name;
+  }
+
+  /** Adopts by UID or allocates an address; resolves with `processes/<name>` once the proxy answers. */
+  async create(req: CheckedCreateRequest, ctx: OperationContext): Promise<string> {
+    this.#placement(req, ctx);
     const allowedSources = allowedSourcesFromCloudInit(req.cloudInit);
     this.#log.trace(
       { name: req.name, port: req.port, cloudInitBytes: req.cloudInit.byteLength, allowedSources },
       'local create resolved',
     );
     const id = localId.format({ name: req.name });
-    return this.#locked('create', req.name, signal, async () => {
-      const existing = await this.#seam.readState(req.name, signal);
-      if (existing !== undefined) {
-        const problem = adoptionProblem(parseMark(existing.marks), checked);
-        if (problem !== undefined) {
-          throw permanent(
-            this.name,
-            'create',
-            `an instance named ${req.name} exists in ${this.#config.stateDir} and ${problem}; delete it or rename the Proxy`,
-          );
-        }
-        await this.#ensureRunning(existing, signal);
-        this.#log.debug({ name: req.name, adopted: true }, 'local instance ensured running');
-        return id;
+    const existing = await this.#seam.readState(req.name, ctx.signal);
+    if (existing !== undefined) {
+      const problem = adoptionProblem(parseMark(existing.marks), req);
+      if (problem !== undefined) {
+        throw ctx.permanent(
+          `an instance named ${req.name} exists in ${this.#config.stateDir} and ${problem}; delete it or rename the Proxy`,
+        );
       }
-      const record = await this.#allocate(
-        checked,
-        allowedSources.length > 0 ? allowedSources : this.#config.allowedSources,
-        signal,
-      );
-      await this.#ensureRunning(record, signal);
+      await this.#ensureRunning(existing, ctx);
+      this.#log.debug({ name: req.name, adopted: true }, 'local instance ensured running');
       return id;
-    });
+    }
+    const record = await this.#allocate(
+      req,
+      allowedSources.length > 0 ? allowedSources : this.#config.allowedSources,
+      ctx.signal,
+    );
+    await this.#ensureRunning(record, ctx);
+    return id;
   }
 
   /** Reads the state file and the process; NotFound when the file or its mark is gone. */
-  async get(id: string, opts: CallOptions = {}): Promise<Instance> {
-    const signal = checkSignal(opts.signal);
-    const name = localId.mustParse(id, this.name, 'get').name;
-    throwIfAborted(signal, this.name, 'get');
-    try {
-      const rec = await this.#seam.readState(name, signal);
-      if (rec === undefined) throw notFound(this.name, 'get', `instance ${name} does not exist`);
-      const mark = parseMark(rec.marks);
-      if (mark === undefined) {
-        throw notFound(this.name, 'get', `instance ${name} is not managed by proxy-op`);
+  async get(id: LocalId, ctx: OperationContext): Promise<Instance> {
+    const { name } = id;
+    const rec = await this.#seam.readState(name, ctx.signal);
+    if (rec === undefined) throw ctx.notFound(`instance ${name} does not exist`);
+    const mark = parseMark(rec.marks);
+    if (mark === undefined) throw ctx.notFound(`instance ${name} is not managed by proxy-op`);
+    let alive: boolean | undefined;
+    let answers = false;
+    if (rec.phase === 'running' && rec.pid !== undefined) {
+      alive = await this.#seam.alive(name, rec.pid, ctx.signal);
+      if (alive && rec.address !== undefined) {
+        answers = await this.#seam.probe(name, rec.address, rec.port, ctx.signal);
       }
-      let alive: boolean | undefined;
-      let answers = false;
-      if (rec.phase === 'running' && rec.pid !== undefined) {
-        alive = await this.#seam.alive(name, rec.pid, signal);
-        if (alive && rec.address !== undefined) {
-          answers = await this.#seam.probe(name, rec.address, rec.port, signal);
-        }
-      }
-      const state = mapLocalState(rec, alive, answers);
-      const ip = state === 'Running' ? rec.address : undefined;
-      this.#log.trace({ name, state, ip, pid: rec.pid }, 'local instance read');
-      return {
-        id,
-        uid: mark.uid,
-        createdAt: mark.createdAt,
-        state,
-        ip,
-        installation: mark.installation,
-      };
-    } catch (err) {
-      throw this.#fail('get', err, signal);
     }
+    const state = mapLocalState(rec, alive, answers);
+    const ip = state === 'Running' ? rec.address : undefined;
+    this.#log.trace({ name, state, ip, pid: rec.pid }, 'local instance read');
+    return {
+      id: localId.format(id),
+      uid: mark.uid,
+      createdAt: mark.createdAt,
+      state,
+      ip,
+      installation: mark.installation,
+    };
   }
 
-  /** Stops the process, waits for it to exit, removes its state; idempotent. */
-  async delete(id: string, opts: CallOptions = {}): Promise<void> {
-    const signal = checkSignal(opts.signal);
-    const name = localId.mustParse(id, this.name, 'delete').name;
-    await this.#locked('delete', name, signal, async () => {
-      const rec = await this.#seam.readState(name, signal);
-      if (rec === undefined) return;
-      if (parseMark(rec.marks) === undefined) {
-        this.#log.debug({ name }, 'local instance not managed by proxy-op; left alone');
-        return;
-      }
-      if (rec.pid !== undefined) await this.#seam.kill(name, rec.pid, signal);
-      await this.#seam.removeState(name, signal);
-    });
+  /** Stops the process, waits for it to exit, removes its state; leaves what is not the caller's alone. */
+  async delete(id: LocalId, ctx: DeleteContext): Promise<void> {
+    const { name } = id;
+    const rec = await this.#seam.readState(name, ctx.signal);
+    if (rec === undefined) return;
+    const problem = deletionProblem(parseMark(rec.marks), ctx.owner);
+    if (problem !== undefined) {
+      this.#log.debug({ name, problem }, 'local instance not the caller’s; left alone');
+      return;
+    }
+    if (rec.pid !== undefined) await this.#seam.kill(name, rec.pid, ctx.signal);
+    await this.#seam.removeState(name, ctx.signal);
   }
 
   /** Every state file carrying the installation's mark (ID, UID, creation time). */
-  async listByTag(opts: ListOptions = {}): Promise<Instance[]> {
-    const signal = checkSignal(opts.signal);
-    const installation = listInstallation(this.name, opts);
-    throwIfAborted(signal, this.name, 'list');
-    try {
-      const out: Instance[] = [];
-      for (const rec of await this.#seam.listStates(signal)) {
-        const mark = parseMark(rec.marks);
-        if (mark === undefined || !belongsTo(mark, installation)) continue;
-        out.push({
-          id: localId.format({ name: rec.name }),
-          uid: mark.uid,
-          createdAt: mark.createdAt,
-          installation: mark.installation,
-        });
-      }
-      return out;
-    } catch (err) {
-      throw this.#fail('list', err, signal);
+  async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
+    const out: Instance[] = [];
+    for (const rec of await this.#seam.listStates(ctx.signal)) {
+      const mark = parseMark(rec.marks);
+      if (mark === undefined || !belongsTo(mark, installation)) continue;
+      out.push({
+        id: localId.format({ name: rec.name }),
+        uid: mark.uid,
+        createdAt: mark.createdAt,
+        installation: mark.installation,
+      });
     }
+    return out;
   }
 
   /** The Checker: the state folder is writable, the address range is bindable. */
-  async check(opts: CallOptions = {}): Promise<TargetResult[]> {
-    const signal = checkSignal(opts.signal);
-    const hosts = loopbackHosts(this.#config.addressRange);
-    return Promise.all([
-      this.#checkTarget(
-        'state-dir',
-        this.#config.stateDir,
+  readonly checker: ImplementationChecker = {
+    targets: (): CheckTarget[] => [
+      { target: 'state-dir', address: this.#config.stateDir },
+      { target: 'address-range', address: this.#config.addressRange },
+    ],
+    check: (target, ctx) =>
+      target.target === 'state-dir' ? this.#checkStateDir(ctx) : this.#checkRange(ctx),
+  };
+
+  async #checkStateDir(ctx: CheckContext): Promise<CheckAnswer> {
+    ctx.details.path = this.#config.stateDir;
+    try {
+      await this.#seam.checkStateDir(ctx.signal);
+      return { reason: Reason.Reachable, message: 'ok' };
+    } catch (err) {
+      return this.#checkFailure(
+        err,
         LocalReason.StateDirNotWritable,
-        signal,
-        async () => {
-          await this.#seam.checkStateDir(signal);
-          return { path: this.#config.stateDir };
-        },
-      ),
-      this.#checkTarget(
-        'address-range',
-        this.#config.addressRange,
-        LocalReason.AddressNotBindable,
-        signal,
-        async () => {
-          const first = hosts[0] as string;
-          await this.#seam.bindable(first, 0, signal);
-          return { addresses: hosts.length, probed: first };
-        },
-      ),
-    ]);
+        'cannot write the state folder',
+        ctx,
+      );
+    }
   }
 
-  async #checkTarget(
-    target: string,
-    address: string,
-    failReason: string,
-    signal: AbortSignal | undefined,
-    fn: () => Promise<Record<string, string | number>>,
-  ): Promise<TargetResult> {
-    const base = { target, address };
+  async #checkRange(ctx: CheckContext): Promise<CheckAnswer> {
+    const hosts = loopbackHosts(this.#config.addressRange);
+    const first = hosts[0] as string;
+    ctx.details.addresses = hosts.length;
+    ctx.details.probed = first;
     try {
-      const details = await raceAbort(fn(), signal, this.name, 'check');
-      return { ...base, ready: true, reason: Reason.Reachable, message: 'ok', details };
+      await this.#seam.bindable(first, 0, ctx.signal);
+      return { reason: Reason.Reachable, message: 'ok' };
     } catch (err) {
-      if (signal?.aborted) {
-        return {
-          ...base,
-          ready: false,
-          reason: Reason.Timeout,
-          message: 'check ran out of time',
-          details: {},
-        };
-      }
-      const code = (err as NodeJS.ErrnoException).code;
-      return {
-        ...base,
-        ready: false,
-        reason: failReason,
-        message: `${target === 'state-dir' ? 'cannot write the state folder' : 'cannot bind an address of the range'}: ${code ?? (err as Error).name}`,
-        details: code === undefined ? {} : { code },
-      };
+      return this.#checkFailure(
+        err,
+        LocalReason.AddressNotBindable,
+        'cannot bind an address of the range',
+        ctx,
+      );
     }
+  }
+
+  #checkFailure(err: unknown, reason: string, what: string, ctx: CheckContext): CheckAnswer {
+    if (ctx.signal.aborted) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== undefined) ctx.details.code = code;
+    return { reason, message: `${what}: ${code ?? (err as Error).name}` };
   }
 
   /** Picks a free address (stable per name and UID), writes the marked state file. */
@@ -323,7 +326,7 @@ export class LocalProvider implements Provider {
     allowedSources: readonly string[],
     signal: AbortSignal | undefined,
   ): Promise<InstanceRecord> {
-    return this.#lock.run(
+    return this.#allocation.run(
       ALLOCATE,
       async () => {
         const record: InstanceRecord = {
@@ -380,9 +383,12 @@ export class LocalProvider implements Provider {
 
   /**
    * Spawns the proxy unless its process runs (moving it to another address
-   * when its own was taken meanwhile), then waits until it answers.
+   * when its own was taken meanwhile), then waits until it answers. The
+   * seam records the pid as part of the spawn, so no process runs
+   * unrecorded whatever happens to this call.
    */
-  async #ensureRunning(rec: InstanceRecord, signal: AbortSignal | undefined): Promise<void> {
+  async #ensureRunning(rec: InstanceRecord, ctx: OperationContext): Promise<void> {
+    const { signal } = ctx;
     let current = rec;
     const running =
       rec.phase === 'running' &&
@@ -394,7 +400,7 @@ export class LocalProvider implements Provider {
         (await this.#seam.bindable(current.address, current.port, signal));
       if (!free) {
         const uid = parseMark(current.marks)?.uid ?? '';
-        current = await this.#lock.run(
+        current = await this.#allocation.run(
           ALLOCATE,
           async () => {
             const address = await this.#pickAddress(current.name, uid, current.port, signal);
@@ -415,22 +421,20 @@ export class LocalProvider implements Provider {
       }
       const pid = await this.#seam.spawn(current, signal);
       current = { ...current, phase: 'running', pid };
-      // The pid is recorded even when the caller gives up now, so no process is ever orphaned.
-      await raceAbort(this.#seam.writeState(current), signal, this.name, 'create');
     }
-    await this.#waitAnswering(current, signal);
+    await this.#waitAnswering(current, ctx);
   }
 
-  async #waitAnswering(rec: InstanceRecord, signal: AbortSignal | undefined): Promise<void> {
+  async #waitAnswering(rec: InstanceRecord, ctx: OperationContext): Promise<void> {
     const deadline = Date.now() + this.#config.timeouts.startMs;
     const { name, address, pid } = rec;
     if (address === undefined || pid === undefined) {
-      throw transient(this.name, 'create', `instance ${name} has no address or process yet`);
+      throw ctx.transient(`instance ${name} has no address or process yet`);
     }
     for (;;) {
-      if (await this.#seam.probe(name, address, rec.port, signal)) return;
-      if (!(await this.#seam.alive(name, pid, signal))) {
-        const tail = await this.#seam.logTail(name, signal);
+      if (await this.#seam.probe(name, address, rec.port, ctx.signal)) return;
+      if (!(await this.#seam.alive(name, pid, ctx.signal))) {
+        const tail = await this.#seam.logTail(name, ctx.signal);
         throw new LocalError(
           'START_FAILED',
           `the proxy process of ${name} exited while starting${tail === '' ? '' : `: ${tail}`}`,
@@ -442,61 +446,33 @@ export class LocalProvider implements Provider {
           `the proxy of ${name} did not answer on ${address}:${rec.port} within ${this.#config.timeouts.startMs} ms`,
         );
       }
-      await sleep(25, signal, this.name, 'create');
+      await ctx.sleep(25);
     }
   }
 
-  #placement(req: CheckedCreateRequest): void {
+  #placement(req: CheckedCreateRequest, ctx: OperationContext): void {
     const p = req.placement;
-    const where = `the ${this.name} provider (type local)`;
+    const where = `the ${ctx.provider} provider (type local)`;
     for (const field of ['region', 'zone'] as const) {
       const v = p[field];
       if (v !== undefined && v !== '') {
-        requireOneOf(this.name, `placement.${field}`, v, [this.#config.zone], `${where} zone`);
+        requireOneOf(ctx.provider, `placement.${field}`, v, [this.#config.zone], `${where} zone`);
       }
     }
     for (const field of ['machineType', 'image'] as const) {
       const v = p[field];
       if (v !== undefined && v !== '') {
-        throw permanent(
-          this.name,
-          'create',
+        throw ctx.permanent(
           `placement.${field} "${v}" means nothing to ${where}: every proxy is a local process; leave it empty`,
         );
       }
     }
   }
-
-  async #locked<T>(
-    op: Operation,
-    name: string,
-    signal: AbortSignal | undefined,
-    fn: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await this.#lock.run(name, fn, { signal });
-    } catch (err) {
-      throw this.#fail(op, err, signal);
-    }
-  }
-
-  #fail(op: Operation, err: unknown, signal: AbortSignal | undefined): unknown {
-    if (err instanceof TypeError) return err;
-    if (signal?.aborted && (LockAbortedError.isInstance(err) || !ProviderError.isInstance(err))) {
-      return abortedError(this.name, op, signal);
-    }
-    return toProviderError(this.name, op, err, classifyLocal);
-  }
-}
-
-function checkSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError('opts.signal must be an AbortSignal');
-  }
-  return signal;
 }
 
 /** The state file of an instance, for tools that look behind the provider. */
 export function localStatePath(config: Pick<LocalConfig, 'stateDir'>, id: string): string {
-  return statePath(config.stateDir, localId.mustParse(id, 'local', 'get').name);
+  const parts = localId.parse(id);
+  if (parts === undefined) throw new TypeError(`not a local provider ID: ${id}`);
+  return statePath(config.stateDir, parts.name);
 }

@@ -109,6 +109,8 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   const limits: ProxyLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const allowed = sourceList(options.allowedSources);
   const log = options.accessLog === undefined ? undefined : openLog(options.accessLog);
+  // The log file exists before the proxy answers, so whoever waits for it sees its files.
+  await log?.ready;
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
   const sockets = new Set<Socket>();
   const tunnels = new Set<Duplex>();
@@ -385,15 +387,21 @@ class TimeoutError extends Error {
 }
 
 function openLog(path: string): {
+  readonly ready: Promise<void>;
   write(e: AccessLogEntry): void;
   close(): Promise<void>;
 } {
   const stream: WriteStream = createWriteStream(path, { flags: 'a' });
+  const ready = new Promise<void>((resolve) => {
+    stream.once('open', () => resolve());
+    stream.once('error', () => resolve());
+  });
   let dropped = 0;
   stream.on('error', () => {
     dropped++;
   });
   return {
+    ready,
     write(e) {
       if (stream.destroyed || stream.writableEnded) return;
       if (stream.writableLength > LOG_BACKLOG_BYTES) {

@@ -46,7 +46,12 @@ export interface InstanceRecord {
 export class LocalError extends Error {
   constructor(
     /** What failed. */
-    readonly code: 'ADDRESS_RANGE_EXHAUSTED' | 'START_FAILED' | 'START_TIMEOUT' | 'STOP_TIMEOUT',
+    readonly code:
+      | 'ADDRESS_RANGE_EXHAUSTED'
+      | 'START_FAILED'
+      | 'START_TIMEOUT'
+      | 'STOP_TIMEOUT'
+      | 'CALL_TIMEOUT',
     message: string,
   ) {
     super(message);
@@ -66,7 +71,11 @@ export interface LocalSeam {
   removeState(name: string, signal?: AbortSignal): Promise<void>;
   /** Every state file in the folder. */
   listStates(signal?: AbortSignal): Promise<InstanceRecord[]>;
-  /** Spawns the detached proxy process for `record`; resolves with its pid once spawned. */
+  /**
+   * Spawns the detached proxy process for `record` and records its pid
+   * (phase `running`) in the state file before it resolves with the pid, so
+   * no process ever runs unrecorded, whatever happens to the caller.
+   */
   spawn(record: InstanceRecord, signal?: AbortSignal): Promise<number>;
   /** Whether `pid` is alive and is the proxy of `name`. */
   alive(name: string, pid: number, signal?: AbortSignal): Promise<boolean>;
@@ -113,14 +122,16 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
     return parseRecord(name, text);
   };
 
+  const write = async (record: InstanceRecord, signal?: AbortSignal) => {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const tmp = join(dir, `.${record.name}.${process.pid}.${Date.now()}.tmp`);
+    await writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`, { signal, mode: 0o600 });
+    await rename(tmp, statePath(dir, record.name));
+  };
+
   return {
     readState: read,
-    async writeState(record, signal) {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      const tmp = join(dir, `.${record.name}.${process.pid}.${Date.now()}.tmp`);
-      await writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`, { signal, mode: 0o600 });
-      await rename(tmp, statePath(dir, record.name));
-    },
+    writeState: write,
     async removeState(name) {
       for (const f of [`${name}.json`, `${name}.log`, `${name}.access.log`]) {
         await rm(join(dir, f), { force: true });
@@ -164,6 +175,7 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
       const pid = child.pid as number;
       children.set(pid, child);
       child.once('exit', () => children.delete(pid));
+      await write({ ...record, phase: 'running', pid });
       return pid;
     },
     async alive(name, pid) {

@@ -5,17 +5,16 @@ import { sourceList } from '../src/cidr.js';
 import {
   allowedSourcesFromCloudInit,
   cidrProblem,
-  localConfigSchema,
+  configSchema,
   localDefaults,
   loopbackHosts,
-  mapLocalState,
-  preferredIndex,
   providerModule,
 } from '../src/index.js';
+import { mapLocalState, preferredIndex } from '../src/provider.js';
 
 describe('config schema', () => {
   it('fills every default for an empty block', async () => {
-    const config = await validateConfig(localConfigSchema, {});
+    const config = await validateConfig(configSchema, {});
     expect(config).toEqual(localDefaults());
     expect(config.addressRange).toBe('127.0.0.0/24');
     expect(config.allowedSources).toEqual(['127.0.0.0/8']);
@@ -23,7 +22,7 @@ describe('config schema', () => {
 
   it('names the path of every problem at once', async () => {
     const err = await validateConfig(
-      localConfigSchema,
+      configSchema,
       {
         stateDir: 'relative/dir',
         addressRange: '10.0.0.0/24',

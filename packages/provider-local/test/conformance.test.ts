@@ -2,7 +2,7 @@
 // a thin control layer for the suite's blocking, held kills and forced answers.
 import { describeProviderConformance } from '@proxy-op/providertest';
 import * as vitest from 'vitest';
-import { localProfile } from '../src/index.js';
+import { profile } from '../src/index.js';
 import { createLocalFixture, killAllSpawned } from './fixture.js';
 
 vitest.afterAll(killAllSpawned);
@@ -10,6 +10,6 @@ vitest.afterAll(killAllSpawned);
 describeProviderConformance({
   vitest,
   factory: (deps) => createLocalFixture(deps),
-  profile: localProfile,
+  profile,
   checker: true,
 });

@@ -18,19 +18,19 @@ import {
   type ConformanceDeps,
   createGate,
   type HarnessGate,
+  type PlantedMark,
 } from '@proxy-op/providertest';
 import {
-  CHECK_TARGETS,
-  classifyLocal,
+  configSchema,
   createProcessSeam,
   type InstanceRecord,
   type LocalConfig,
   LocalError,
   type LocalSeam,
-  localConfigSchema,
   localId,
   providerModule,
 } from '../src/index.js';
+import { CHECK_TARGETS } from '../src/provider.js';
 
 /** Every pid any fixture spawned, so a suite's afterAll can make sure they are gone. */
 export const spawnedPids = new Set<number>();
@@ -73,6 +73,8 @@ type Method = keyof LocalSeam;
 
 interface Controls {
   calls: number;
+  malformedNext: boolean;
+  noFreeAddress: boolean;
   blocker: { skip: number; gate: HarnessGate } | undefined;
   killHolds: Map<string, HarnessGate>;
   answering: Set<string>;
@@ -88,12 +90,21 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
   ) =>
     (async (...args: unknown[]) => {
       c.calls++;
+      if (c.malformedNext) {
+        c.malformedNext = false;
+        return method === 'listStates' ? {} : null;
+      }
       const signal = args.findLast((a) => a instanceof AbortSignal) as AbortSignal | undefined;
+      const call = () =>
+        (body as (...a: unknown[]) => unknown)(...args.map((a) => (a === signal ? undefined : a)));
       const b = c.blocker;
       if (b !== undefined) {
         if (b.skip > 0) b.skip--;
         else {
-          await b.gate.hold(signal);
+          // The call has reached the backend: it is carried out once released, even if its
+          // caller gave up meanwhile.
+          b.gate.reach();
+          return abortable(b.gate.released.then(call), signal);
         }
       }
       const delay = c.delays.get(method);
@@ -126,11 +137,15 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
     logTail: wrap('logTail', (name, signal) => real.logTail(name, signal)),
     bindable: wrap('bindable', async (address, port, signal) => {
       if (c.failBind !== undefined) throw c.failBind;
+      if (c.noFreeAddress) return false;
       return real.bindable(address, port, signal);
     }),
     checkStateDir: wrap('checkStateDir', (signal) => real.checkStateDir(signal)),
   };
 }
+
+/** The per-call budget of state-folder calls in the tests (the harness's `callBudgetMs`). */
+export const CALL_BUDGET_MS = 1_500;
 
 /** The address range the tests use (away from the default). */
 export const TEST_RANGE = '127.0.3.0/24';
@@ -138,10 +153,10 @@ export const TEST_RANGE = '127.0.3.0/24';
 /** A validated config over a fresh temp state folder. */
 export async function testConfig(patch: Record<string, unknown> = {}): Promise<LocalConfig> {
   const stateDir = await mkdtemp(join(tmpdir(), 'provider-local-'));
-  const result = await localConfigSchema['~standard'].validate({
+  const result = await configSchema['~standard'].validate({
     stateDir,
     addressRange: TEST_RANGE,
-    timeouts: { startMs: 10_000, stopMs: 3_000, probeMs: 500 },
+    timeouts: { startMs: 10_000, stopMs: 3_000, probeMs: 500, fileMs: CALL_BUDGET_MS },
     ...patch,
   });
   if (result.issues !== undefined) throw new Error(JSON.stringify(result.issues));
@@ -194,6 +209,8 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
   const dir = config.stateDir;
   const c: Controls = {
     calls: 0,
+    malformedNext: false,
+    noFreeAddress: false,
     blocker: undefined,
     killHolds: new Map(),
     answering: new Set(),
@@ -203,6 +220,13 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
   const seam = controlledSeam(createProcessSeam(config), c);
   const provider = await createProvider(providerModule, 'local-a', config, { ...deps, seam });
   const file = (id: string) => join(dir, `${localId.mustParse(id, 'harness', 'get').name}.json`);
+  const files = async () => {
+    try {
+      return await readdir(dir);
+    } catch {
+      return [];
+    }
+  };
   const readRecord = async (id: string) =>
     JSON.parse(await readFile(file(id), 'utf8')) as Record<string, unknown>;
   const writeRecord = (id: string, r: Record<string, unknown>) =>
@@ -222,6 +246,15 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
     await writeFile(join(dir, `${name}.json`), JSON.stringify(rec));
     return localId.format({ name });
   };
+  const markOf = (mark: PlantedMark): Record<string, string> => {
+    const marks: Record<string, string> = {
+      [MarkKey.Managed]: 'true',
+      [MarkKey.Uid]: mark.uid,
+      [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
+    };
+    if (mark.installation !== undefined) marks[MarkKey.Installation] = mark.installation;
+    return marks;
+  };
   const harness: BackendHarness = {
     baseRequest: { namespace: 'default', port: 3128, placement: {} },
     invalidPlacements: [
@@ -231,13 +264,9 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
       { placement: { region: 'europe-west1' }, field: 'placement.region' },
     ],
     backendCalls: () => c.calls,
-    instanceCount: async () => {
-      try {
-        return (await readdir(dir)).filter((f) => /^[a-z0-9-]+\.json$/.test(f)).length;
-      } catch {
-        return 0;
-      }
-    },
+    instanceCount: async () => (await files()).filter((f) => /^[a-z0-9-]+\.json$/.test(f)).length,
+    secondaryCount: async () =>
+      (await files()).filter((f) => /^[a-z0-9-]+\.(access\.)?log$/.test(f)).length,
     setRunning: async (id, ip) => {
       const r = await readRecord(id);
       if (ip === undefined) delete r.address;
@@ -281,18 +310,24 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         }),
         'starting',
       ),
-    plantUnmarked: async (name) => {
-      await plant(name, {}, 'running');
+    plantUnmarked: (name) => plant(name, {}, 'running'),
+    plantMarked: (name, mark) => plant(name, markOf(mark), 'starting'),
+    replaceInstance: async (id, mark) => {
+      const r = await readRecord(id);
+      if (typeof r.pid === 'number') {
+        const pid = r.pid;
+        process.kill(pid, 'SIGKILL');
+        while (exists(pid)) await new Promise((res) => setTimeout(res, 10));
+      }
+      await plant(r.name as string, mark === undefined ? {} : markOf(mark), 'running');
     },
-    plantMarked: async (name, mark) => {
-      const marks: Record<string, string> = {
-        [MarkKey.Managed]: 'true',
-        [MarkKey.Uid]: mark.uid,
-        [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
-      };
-      if (mark.installation !== undefined) marks[MarkKey.Installation] = mark.installation;
-      await plant(name, marks, 'starting');
+    injectMalformed: () => {
+      c.malformedNext = true;
     },
+    exhaustCapacity: () => {
+      c.noFreeAddress = true;
+    },
+    callBudgetMs: CALL_BUDGET_MS,
     blockCalls: (skip) => {
       const g = createGate();
       c.blocker = { skip, gate: g };
@@ -374,7 +409,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         want: 'Transient',
       },
     ],
-    classify: classifyLocal,
+    classify: (op, err) => providerModule.classify(op, err),
     checkTargets: CHECK_TARGETS,
     delayTarget: (target, ms) =>
       c.delays.set(target === 'state-dir' ? 'checkStateDir' : 'bindable', ms),
