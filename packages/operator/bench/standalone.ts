@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MemoryBackend, memoryProviderModule } from '@proxy-op/providertest/reference';
+import { MemoryBackend, providerModule } from '@proxy-op/providertest/reference';
 import {
   Operator,
   ProviderRegistry,
@@ -38,7 +38,10 @@ async function one(n: number): Promise<Result> {
     );
   }
   const backend = new MemoryBackend({ token: 'bench' });
-  const registry = new ProviderRegistry().register(memoryProviderModule, () => ({ backend }));
+  const registry = new ProviderRegistry().register(providerModule, () => ({
+    backend,
+    credential: () => 'bench',
+  }));
   const load = await parseProvidersConfig(
     'providers:\n  - name: lab\n    type: memory\n',
     registry,

@@ -87,7 +87,13 @@ export async function collectGarbage(
       continue;
     }
     try {
-      await cp.provider.delete(inst.id, { signal: AbortSignal.timeout(timeout) });
+      // The listed UID and installation go with the Delete: an instance that took the name
+      // since the listing (a Proxy created again) is left alone.
+      await cp.provider.delete(inst.id, {
+        signal: AbortSignal.timeout(timeout),
+        uid: inst.uid,
+        installation,
+      });
       log.info({ ...d }, 'GC deleted orphaned instance');
       deleted.push(d);
     } catch (err) {

@@ -60,6 +60,7 @@ function isModule(m: unknown): m is AnyProviderModule {
     m !== null &&
     typeof (m as AnyProviderModule).type === 'string' &&
     typeof (m as AnyProviderModule).create === 'function' &&
+    typeof (m as AnyProviderModule).classify === 'function' &&
     typeof (m as AnyProviderModule).configSchema === 'object' &&
     typeof (m as AnyProviderModule).profile === 'object'
   );
@@ -126,7 +127,7 @@ export class ProviderRegistry {
         const m = mod.providerModule ?? mod.default;
         if (!isModule(m)) {
           throw new Error(
-            `"${type}" does not export a provider module (providerModule or default with type, configSchema, profile, create)`,
+            `"${type}" does not export a provider module (providerModule or default with type, configSchema, profile, classify, create)`,
           );
         }
         return { module: m };

@@ -198,7 +198,7 @@ export class Reconciler {
         }
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', 'the spec changed; replacing the instance');
-        if (!(await this.#deleteInstance(holder, st.providerID))) {
+        if (!(await this.#deleteInstance(holder, st.providerID, obj.metadata.uid))) {
           await this.#write(key, before, st);
           return { requeueAfter: this.#opts.deletionPollMs };
         }
@@ -256,7 +256,7 @@ export class Reconciler {
       if (inst.state === 'Stopped' || inst.state === 'Terminated') {
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', `the instance is ${inst.state}; replacing it`);
-        if (!(await this.#deleteInstance(cp, st.providerID))) {
+        if (!(await this.#deleteInstance(cp, st.providerID, obj.metadata.uid))) {
           await this.#write(key, before, st);
           return { requeueAfter: this.#opts.deletionPollMs };
         }
@@ -303,10 +303,14 @@ export class Reconciler {
     delete st.instanceState;
   }
 
-  /** Deletes an instance; true when it is gone (for `returns-early` providers, once Get says NotFound). */
-  async #deleteInstance(cp: ConfiguredProvider, id: string): Promise<boolean> {
+  /**
+   * Deletes the Proxy's instance; true when it is gone (for `returns-early`
+   * providers, once Get says NotFound). The Proxy's UID goes with it, so an
+   * instance another Proxy took the name of is left alone.
+   */
+  async #deleteInstance(cp: ConfiguredProvider, id: string, uid: string): Promise<boolean> {
     try {
-      await cp.provider.delete(id, this.#callOpts());
+      await cp.provider.delete(id, { ...this.#callOpts(), uid });
     } catch (err) {
       if (isNotFound(err)) return true;
       throw err;
@@ -346,7 +350,7 @@ export class Reconciler {
       }
       let gone: boolean;
       try {
-        gone = await this.#deleteInstance(cp, st.providerID);
+        gone = await this.#deleteInstance(cp, st.providerID, obj.metadata.uid);
       } catch (err) {
         if (isPermanent(err)) {
           log.warn(

@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { memoryProfile } from '@proxy-op/providertest/reference';
+import { profile as memoryProfile } from '@proxy-op/providertest/reference';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   builtinProviders,
@@ -96,8 +96,8 @@ describe('providers file', () => {
     await writeFile(
       mod,
       [
-        "import { memoryProviderModule } from '@proxy-op/providertest/reference';",
-        "export const providerModule = { ...memoryProviderModule, type: 'plugin' };",
+        "import { providerModule as memory } from '@proxy-op/providertest/reference';",
+        "export const providerModule = { ...memory, type: 'plugin' };",
         '',
       ].join('\n'),
     );
@@ -124,7 +124,7 @@ describe('providers file', () => {
       [
         `const profile = ${JSON.stringify(memoryProfile)};`,
         "const configSchema = { '~standard': { version: 1, vendor: 'acme', validate: (v) => ({ value: v ?? {} }) } };",
-        "export default { type: 'acme', profile, configSchema, create: (name) => ({ name, type: 'acme' }) };",
+        "export default { type: 'acme', profile, configSchema, classify: () => 'Transient', create: () => ({}) };",
         '',
       ].join('\n'),
     );
@@ -135,7 +135,7 @@ describe('providers file', () => {
     );
     expect(byPackage.ok && byPackage.config.providers[0]?.moduleType).toBe('acme');
     const byName = await parseProvidersConfig(
-      'providers:\n  - name: p\n    type: "@proxy-op/providertest/reference"\n',
+      'providers:\n  - name: p\n    type: "@proxy-op/contract"\n',
       new ProviderRegistry(),
     );
     expect(byName.ok).toBe(false);

@@ -1,11 +1,17 @@
 // Test support: a scripted provider module (a seam fake that injects every error class,
 // slow calls, vanishing instances and state changes) and helpers to wire the operator.
 import {
-  type CreateRequest,
+  type CheckContext,
+  type CheckedCreateRequest,
+  type CheckTarget,
+  type DeleteContext,
+  deletionProblem,
   type ErrorClass,
   type Instance,
+  idFormat,
   type Profile,
-  type Provider,
+  type ProviderDeps,
+  type ProviderImplementation,
   type ProviderModule,
   providerError,
   type State,
@@ -13,8 +19,8 @@ import {
 } from '@proxy-op/contract';
 import {
   MemoryBackend,
-  memoryProfile,
-  memoryProviderModule,
+  profile as memoryProfile,
+  providerModule as memoryProviderModule,
 } from '@proxy-op/providertest/reference';
 import {
   type AnyProviderModule,
@@ -113,21 +119,27 @@ export class ScriptedBackend {
   }
 }
 
-const ID = /^scripted\/([a-z0-9-]+)$/;
+const ids = idFormat(['scripted', ':name'], { name: /^[a-z0-9-]+$/ });
 
-class ScriptedProvider implements Provider {
-  readonly type = 'scripted';
+class ScriptedImplementation implements ProviderImplementation<{ name: string }> {
+  readonly ids = ids;
+  readonly checker = {
+    targets: () => this.backend.checkResults.map((r) => ({ target: r.target, address: r.address })),
+    check: async (t: CheckTarget, ctx: CheckContext) => {
+      await this.backend.step('check', this.name);
+      const r = this.backend.checkResults.find((x) => x.target === t.target);
+      Object.assign(ctx.details, r?.details ?? {});
+      return { reason: r?.reason ?? 'APIError', message: r?.message ?? '', ready: r?.ready };
+    },
+  };
   constructor(
     readonly name: string,
     readonly backend: ScriptedBackend,
   ) {}
-  #parse(id: string, op: Op): string {
-    const m = ID.exec(id);
-    if (m === null)
-      throw providerError('Permanent', { provider: this.name, op, message: `malformed ID ${id}` });
-    return m[1] as string;
+  lockKey(id: { name: string }): string {
+    return id.name;
   }
-  async create(req: CreateRequest): Promise<string> {
+  async create(req: CheckedCreateRequest): Promise<string> {
     if (this.backend.creating.has(req.name)) this.backend.overlaps++;
     this.backend.creating.add(req.name);
     try {
@@ -144,12 +156,12 @@ class ScriptedProvider implements Provider {
           message: 'foreign instance',
         });
       }
-      return `scripted/${req.name}`;
+      return ids.format(req);
     }
     this.backend.vms.set(req.name, {
       name: req.name,
       uid: req.uid,
-      installation: req.installation ?? 'default',
+      installation: req.installation,
       state: this.backend.slowBoot ? 'Provisioning' : 'Running',
       ip: this.backend.slowBoot ? undefined : `10.0.0.${this.backend.vms.size + 10}`,
       createdAt: this.backend.now(),
@@ -157,16 +169,15 @@ class ScriptedProvider implements Provider {
       cloudInit: new TextDecoder().decode(req.cloudInit),
       port: req.port,
     });
-    return `scripted/${req.name}`;
+    return ids.format(req);
   }
-  async get(id: string): Promise<Instance> {
-    const name = this.#parse(id, 'get');
+  async get(id: { name: string }): Promise<Instance> {
     await this.backend.step('get', this.name);
-    const vm = this.backend.vms.get(name);
+    const vm = this.backend.vms.get(id.name);
     if (vm === undefined)
       throw providerError('NotFound', { provider: this.name, op: 'get', message: 'gone' });
     return {
-      id,
+      id: ids.format(id),
       uid: vm.uid,
       state: vm.state,
       ip: vm.ip,
@@ -174,30 +185,26 @@ class ScriptedProvider implements Provider {
       installation: vm.installation,
     };
   }
-  async delete(id: string): Promise<void> {
-    const name = this.#parse(id, 'delete');
+  async delete(id: { name: string }, ctx: DeleteContext): Promise<void> {
     await this.backend.step('delete', this.name);
-    const vm = this.backend.vms.get(name);
+    const vm = this.backend.vms.get(id.name);
     if (vm === undefined) return;
+    const mark = { uid: vm.uid, installation: vm.installation, createdAt: vm.createdAt };
+    if (deletionProblem(mark, ctx.owner) !== undefined) return;
     if (this.backend.returnsEarly) vm.deleting = true;
-    else this.backend.vms.delete(name);
+    else this.backend.vms.delete(id.name);
   }
-  async listByTag(opts: { installation?: string | undefined } = {}): Promise<Instance[]> {
+  async list(installation: string): Promise<Instance[]> {
     await this.backend.step('list', this.name);
-    const inst = opts.installation ?? 'default';
     return this.backend
       .live()
-      .filter((vm) => vm.installation === inst)
+      .filter((vm) => vm.installation === installation)
       .map((vm) => ({
-        id: `scripted/${vm.name}`,
+        id: ids.format(vm),
         uid: vm.uid,
         createdAt: vm.createdAt,
         installation: vm.installation,
       }));
-  }
-  async check(): Promise<TargetResult[]> {
-    await this.backend.step('check', this.name);
-    return this.backend.checkResults.map((r) => ({ ...r }));
   }
 }
 
@@ -208,7 +215,7 @@ export function scriptedModule(backend: ScriptedBackend, returnsEarly = false): 
     deleteReturn: returnsEarly ? 'returns-early' : 'waits',
   };
   backend.returnsEarly = returnsEarly;
-  const mod: ProviderModule<Record<string, unknown>> = {
+  const mod: ProviderModule<Record<string, unknown>, ProviderDeps, { name: string }> = {
     type: 'scripted',
     profile,
     configSchema: {
@@ -226,7 +233,8 @@ export function scriptedModule(backend: ScriptedBackend, returnsEarly = false): 
         },
       },
     },
-    create: (name) => new ScriptedProvider(name, backend),
+    classify: () => 'Transient',
+    create: (name) => new ScriptedImplementation(name, backend),
   };
   return mod as AnyProviderModule;
 }
@@ -247,7 +255,7 @@ export function testRegistry(
       b = new MemoryBackend({ token: 't' });
       backends.set(name, b);
     }
-    return { backend: b };
+    return { backend: b, credential: () => 't' };
   });
   if (opts.scripted) registry.register(scriptedModule(opts.scripted, opts.returnsEarly ?? false));
   return { registry, backends };
