@@ -84,6 +84,11 @@ export interface CheckTarget {
   readonly target: string;
   /** Where it is reached (a URL or host), for people. Never holds a secret. */
   readonly address: string;
+  /**
+   * Facts known before any call (from the config): every result starts
+   * with them, a `Timeout` too, even when the signal fired before the check.
+   */
+  readonly details?: Readonly<Record<string, string | number | boolean>> | undefined;
 }
 
 /** What the Checker receives for one target. */
@@ -414,12 +419,13 @@ async function runChecker(
   secrets: SecretSet | undefined,
 ): Promise<TargetResult[]> {
   const targets = checker.targets();
-  const details = targets.map((): Record<string, string | number | boolean> => ({}));
+  const details = targets.map((t): Record<string, string | number | boolean> => ({ ...t.details }));
+  const base = (t: CheckTarget) => ({ target: t.target, address: t.address });
   const clean = (r: TargetResult): TargetResult =>
     secrets === undefined || secrets.size === 0 ? r : secrets.redactValue(r);
   const timeout = (i: number): TargetResult =>
     clean({
-      ...(targets[i] as CheckTarget),
+      ...base(targets[i] as CheckTarget),
       ready: false,
       reason: Reason.Timeout,
       message: 'the check ran out of time',
@@ -443,7 +449,7 @@ async function runChecker(
         };
         const answer = checker.check(target, ctx).then(
           (a): TargetResult => ({
-            ...target,
+            ...base(target),
             ready: a.ready ?? a.reason === Reason.Reachable,
             reason: a.reason,
             message: a.message,
@@ -453,7 +459,7 @@ async function runChecker(
             round.signal.aborted
               ? 'ended'
               : {
-                  ...target,
+                  ...base(target),
                   ready: false,
                   reason: Reason.APIError,
                   message: describe(err),

@@ -391,7 +391,12 @@ describe('operation shell: the Checker policy', () => {
     const started: string[] = [];
     const { provider, built } = await build({
       checker: {
-        targets: () => ['a', 'b', 'c'].map((t) => ({ target: t, address: `${t}.example` })),
+        targets: () =>
+          ['a', 'b', 'c'].map((t) => ({
+            target: t,
+            address: `${t}.example`,
+            details: { zone: t },
+          })),
         async check(t, ctx: CheckContext): Promise<CheckAnswer> {
           started.push(t.target);
           ctx.details.step = 'version';
@@ -412,11 +417,20 @@ describe('operation shell: the Checker policy', () => {
       ['b', 'Reachable', true],
       ['c', 'APIError', false],
     ]);
-    expect(results[0]?.details).toEqual({ step: 'version' });
+    expect(results[0]?.details).toEqual({ zone: 'a', step: 'version' });
+    expect(Object.keys(results[1] ?? {}).sort()).toEqual([
+      'address',
+      'details',
+      'message',
+      'ready',
+      'reason',
+      'target',
+    ]);
     expect(results[2]?.message).toBe('boom');
     slow.resolve();
     const pre = (await provider.check?.({ signal: AbortSignal.abort() })) ?? [];
     expect(pre.map((r) => r.reason)).toEqual(['Timeout', 'Timeout', 'Timeout']);
+    expect(pre.map((r) => r.details)).toEqual([{ zone: 'a' }, { zone: 'b' }, { zone: 'c' }]);
     expect(built.calls).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LocalConfig } from './config.js';
@@ -124,7 +125,9 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
 
   const write = async (record: InstanceRecord, signal?: AbortSignal) => {
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    const tmp = join(dir, `.${record.name}.${process.pid}.${Date.now()}.tmp`);
+    // Unique per write: two writes of one record can overlap (a cancelled call carried out
+    // while its retry writes), and a shared temporary name would lose one rename.
+    const tmp = join(dir, `.${record.name}.${process.pid}.${randomUUID()}.tmp`);
     await writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`, { signal, mode: 0o600 });
     await rename(tmp, statePath(dir, record.name));
   };

@@ -18,7 +18,7 @@ import {
   type ConformanceDeps,
   createGate,
   type HarnessGate,
-  type PlantedMark,
+  plantedMarkPairs,
 } from '@proxy-op/providertest';
 import {
   configSchema,
@@ -246,15 +246,6 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
     await writeFile(join(dir, `${name}.json`), JSON.stringify(rec));
     return localId.format({ name });
   };
-  const markOf = (mark: PlantedMark): Record<string, string> => {
-    const marks: Record<string, string> = {
-      [MarkKey.Managed]: 'true',
-      [MarkKey.Uid]: mark.uid,
-      [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
-    };
-    if (mark.installation !== undefined) marks[MarkKey.Installation] = mark.installation;
-    return marks;
-  };
   const harness: BackendHarness = {
     baseRequest: { namespace: 'default', port: 3128, placement: {} },
     invalidPlacements: [
@@ -311,7 +302,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         'starting',
       ),
     plantUnmarked: (name) => plant(name, {}, 'running'),
-    plantMarked: (name, mark) => plant(name, markOf(mark), 'starting'),
+    plantMarked: (name, mark) => plant(name, plantedMarkPairs(mark), 'starting'),
     replaceInstance: async (id, mark) => {
       const r = await readRecord(id);
       if (typeof r.pid === 'number') {
@@ -319,7 +310,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         process.kill(pid, 'SIGKILL');
         while (exists(pid)) await new Promise((res) => setTimeout(res, 10));
       }
-      await plant(r.name as string, mark === undefined ? {} : markOf(mark), 'running');
+      await plant(r.name as string, mark === undefined ? {} : plantedMarkPairs(mark), 'running');
     },
     injectMalformed: () => {
       c.malformedNext = true;

@@ -57,3 +57,27 @@ describe('issue: a Create cancelled right after the spawn must not orphan the pr
     expect(await provider.get('processes/proxy-cancelled').catch(isNotFound)).toBe(true);
   }, 30_000);
 });
+
+describe('issue: two writes of one state file at once must both land', () => {
+  it('gives every write its own temporary file', async () => {
+    const config = await testConfig({ addressRange: '127.0.8.0/24' });
+    dirs.push(config.stateDir);
+    const seam = createProcessSeam(config);
+    const record = {
+      version: 1 as const,
+      name: 'proxy-twice',
+      marks: {},
+      address: '127.0.8.10',
+      port: 3128,
+      allowedSources: ['127.0.0.0/8'],
+      accessLog: `${config.stateDir}/proxy-twice.access.log`,
+      phase: 'starting' as const,
+    };
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      seam.writeState({ ...record, port: 3000 + i }),
+    );
+    const outcomes = await Promise.allSettled(writes);
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    expect((await seam.readState('proxy-twice'))?.name).toBe('proxy-twice');
+  });
+});

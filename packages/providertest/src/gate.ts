@@ -1,10 +1,12 @@
 /**
  * Building blocks for harnesses: a gate that holds backend calls until
- * released, and a wait that gives up when a signal fires.
+ * released, a wait that gives up when a signal fires, and the mark of a
+ * planted instance.
  *
  * @module
  */
-import type { Gate } from './harness.js';
+import { formatMarkTime, MarkKey } from '@proxy-op/contract';
+import type { Gate, PlantedMark } from './harness.js';
 
 /** A {@link Gate} with the side a harness's backend uses. */
 export interface HarnessGate extends Gate {
@@ -56,4 +58,23 @@ export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Pr
       },
     );
   });
+}
+
+/**
+ * The ownership mark of a planted instance as key/value pairs (labels,
+ * metadata), the way providers write it: managed, the UID, a creation time
+ * (an hour ago unless given) and the installation, whose key is left out
+ * when `mark.installation` is omitted, as the Go original wrote marks.
+ */
+export function plantedMarkPairs(
+  mark: PlantedMark,
+  createdAt: Date = new Date(Date.now() - 3_600_000),
+): Record<string, string> {
+  const pairs: Record<string, string> = {
+    [MarkKey.Managed]: 'true',
+    [MarkKey.Uid]: mark.uid,
+    [MarkKey.CreatedAt]: formatMarkTime(createdAt),
+  };
+  if (mark.installation !== undefined) pairs[MarkKey.Installation] = mark.installation;
+  return pairs;
 }

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 export type { ConformanceTestApi } from './api.js';
-export { abortable, createGate, type HarnessGate } from './gate.js';
+export { abortable, createGate, type HarnessGate, plantedMarkPairs } from './gate.js';
 export type {
   BackendHarness,
   CheckScenario,

@@ -75,6 +75,43 @@ function variant(Impl: Impl, overrides: Partial<Module> = {}): Module {
   };
 }
 
+/** A variant whose state mapping answers `map(vm)` where that is defined. */
+const mapsState = (map: (vm: VmRecord) => State | undefined) =>
+  variant(
+    class extends MemoryImplementation {
+      protected override state(vm: VmRecord): State {
+        return map(vm) ?? super.state(vm);
+      }
+    },
+  );
+
+/** A variant whose mark reading goes through `read(vm, base)`. */
+const readsMark = (
+  read: (vm: VmRecord, base: (vm: VmRecord) => Mark | undefined) => Mark | undefined,
+) =>
+  variant(
+    class extends MemoryImplementation {
+      protected override readMark(vm: VmRecord): Mark | undefined {
+        return read(vm, (v) => super.readMark(v));
+      }
+    },
+  );
+
+/** Seed, define and start a new VM the way the reference does, minus its safeguards. */
+async function makeVm(
+  seam: MemorySeam,
+  req: CheckedCreateRequest,
+  ctx: OperationContext,
+  opts: { seed?: string; start?: boolean } = {},
+): Promise<string> {
+  const seed = opts.seed ?? seedVolume(req.name);
+  const mark = formatMark({ uid: req.uid, createdAt: new Date(), installation: req.installation });
+  await seam.putSeed(seed, req.cloudInit, ctx.signal);
+  await seam.define(req.name, mark, seed, ctx.signal);
+  if (opts.start !== false) await seam.start(req.name, ctx.signal);
+  return memoryId.format(req);
+}
+
 /** Wraps a seam so that every call goes through `around`. */
 function wrapSeam(
   seam: MemorySeam,
@@ -192,14 +229,7 @@ export const FLAWS: Record<string, Flaw> = {
           this.checkPlacement(req, ctx);
           const existing = await this.seam.lookup(req.name, ctx.signal);
           if (existing !== undefined) return memoryId.format(req);
-          const mark = formatMark({
-            uid: req.uid,
-            createdAt: new Date(),
-            installation: req.installation,
-          });
-          await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
-          await this.seam.define(req.name, mark, seedVolume(req.name), ctx.signal);
-          return memoryId.format(req);
+          return makeVm(this.seam, req, ctx, { start: false });
         }
       },
     ),
@@ -263,15 +293,7 @@ export const FLAWS: Record<string, Flaw> = {
           this.checkPlacement(req, ctx);
           const existing = await this.seam.lookup(req.name, ctx.signal);
           if (existing !== undefined) return super.create(req, ctx);
-          const mark = formatMark({
-            uid: req.uid,
-            createdAt: new Date(),
-            installation: req.installation,
-          });
-          await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
-          await this.seam.define(req.name, mark, seedVolume(req.name), ctx.signal);
-          await this.seam.start(req.name, ctx.signal);
-          return memoryId.format(req);
+          return makeVm(this.seam, req, ctx);
         }
       },
     ),
@@ -283,26 +305,14 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'never-started-is-stopped': {
     about: 'reports a created but never started instance as Stopped',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override state(vm: VmRecord): State {
-          return vm.status === 'defined' ? 'Stopped' : super.state(vm);
-        }
-      },
-    ),
+    module: mapsState((vm) => (vm.status === 'defined' ? 'Stopped' : undefined)),
     fails: {
       'a never-started instance is never Stopped': label('the state of a never-started instance'),
     },
   },
   'never-started-is-terminated': {
     about: 'reports a never started instance as Terminated, not Provisioning',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override state(vm: VmRecord): State {
-          return vm.status === 'defined' ? 'Terminated' : super.state(vm);
-        }
-      },
-    ),
+    module: mapsState((vm) => (vm.status === 'defined' ? 'Terminated' : undefined)),
     profiles: ['loose'],
     fails: {
       'a never-started instance is never Stopped': label(
@@ -409,38 +419,22 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'unknown-state-not-stopped': {
     about: 'maps an unknown backend state to Provisioning',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override state(vm: VmRecord): State {
-          return vm.status === 'unknown' ? 'Provisioning' : super.state(vm);
-        }
-      },
-    ),
+    module: mapsState((vm) => (vm.status === 'unknown' ? 'Provisioning' : undefined)),
     fails: {
       'an unknown backend state maps to Stopped': label('the state of an unknown backend state'),
     },
   },
   'running-without-ip': {
     about: 'reports Running without an IP',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override state(vm: VmRecord): State {
-          return vm.status === 'running' ? 'Running' : super.state(vm);
-        }
-      },
-    ),
+    module: mapsState((vm) => (vm.status === 'running' ? 'Running' : undefined)),
     fails: {
       'Running requires an IP': label('the state of a running instance without an address'),
     },
   },
   'running-without-ip-is-stopped': {
     about: 'reports a running instance whose address is not known yet as Stopped',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override state(vm: VmRecord): State {
-          return vm.status === 'running' && vm.ip === undefined ? 'Stopped' : super.state(vm);
-        }
-      },
+    module: mapsState((vm) =>
+      vm.status === 'running' && vm.ip === undefined ? 'Stopped' : undefined,
     ),
     profiles: ['loose'],
     fails: { 'Running requires an IP': label('the state while the address is being discovered') },
@@ -482,18 +476,16 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'reads-mark-from-memory': {
     about: 'answers UID and creation time from memory, not the backend',
-    module: variant(
-      class extends MemoryImplementation {
-        readonly #marks = new Map<string, Mark>();
-        protected override readMark(vm: VmRecord): Mark | undefined {
-          const remembered = this.#marks.get(vm.name);
-          if (remembered !== undefined) return remembered;
-          const mark = super.readMark(vm);
-          if (mark !== undefined) this.#marks.set(vm.name, mark);
-          return mark;
+    module: (() => {
+      const marks = new Map<string, Mark>();
+      return readsMark((vm, base) => {
+        if (!marks.has(vm.name)) {
+          const mark = base(vm);
+          if (mark !== undefined) marks.set(vm.name, mark);
         }
-      },
-    ),
+        return marks.get(vm.name);
+      });
+    })(),
     fails: {
       'UID and CreatedAt are read back from the backend': label(
         'the UID after the mark was rewritten',
@@ -502,12 +494,8 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'get-ignores-mark': {
     about: 'answers an instance without a mark as if it were ours',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override readMark(vm: VmRecord): Mark | undefined {
-          return super.readMark(vm) ?? { uid: '', createdAt: new Date(0), installation: 'default' };
-        }
-      },
+    module: readsMark(
+      (vm, base) => base(vm) ?? { uid: '', createdAt: new Date(0), installation: 'default' },
     ),
     fails: {
       'Get of an ID whose instance is no longer ours': label(
@@ -658,14 +646,8 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'legacy-mark-not-default': {
     about: 'ignores marks written without an installation key',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override readMark(vm: VmRecord): Mark | undefined {
-          return vm.metadata['proxy-operator-installation'] === undefined
-            ? undefined
-            : super.readMark(vm);
-        }
-      },
+    module: readsMark((vm, base) =>
+      vm.metadata['proxy-operator-installation'] === undefined ? undefined : base(vm),
     ),
     fails: {
       'the installation mark keeps two installations apart': label(
@@ -675,17 +657,11 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'adopts-foreign-instances': {
     about: 'adopts an instance with another UID, no mark or another installation',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override readMark(vm: VmRecord): Mark | undefined {
-          return {
-            ...(super.readMark(vm) ?? { createdAt: new Date(0) }),
-            uid: '',
-            installation: 'default',
-          };
-        }
-      },
-    ),
+    module: readsMark((vm, base) => ({
+      ...(base(vm) ?? { createdAt: new Date(0) }),
+      uid: '',
+      installation: 'default',
+    })),
     fails: {
       'Create refuses an instance with another UID': label(
         'class of the refusal of an instance with another UID',
@@ -813,15 +789,7 @@ export const FLAWS: Record<string, Flaw> = {
           const existing = await this.seam.lookup(req.name, ctx.signal);
           if (existing?.status === 'running') return memoryId.format(req);
           this.checkPlacement(req, ctx);
-          const mark = formatMark({
-            uid: req.uid,
-            createdAt: new Date(),
-            installation: req.installation,
-          });
-          await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
-          await this.seam.define(req.name, mark, seedVolume(req.name), ctx.signal);
-          await this.seam.start(req.name, ctx.signal);
-          return memoryId.format(req);
+          return makeVm(this.seam, req, ctx);
         }
       },
     ),
@@ -839,16 +807,7 @@ export const FLAWS: Record<string, Flaw> = {
           this.checkPlacement(req, ctx);
           const existing = await this.seam.lookup(req.name, ctx.signal);
           if (existing !== undefined) return super.create(req, ctx);
-          const seed = `${req.name}-seed-${++this.#n}`;
-          const mark = formatMark({
-            uid: req.uid,
-            createdAt: new Date(),
-            installation: req.installation,
-          });
-          await this.seam.putSeed(seed, req.cloudInit, ctx.signal);
-          await this.seam.define(req.name, mark, seed, ctx.signal);
-          await this.seam.start(req.name, ctx.signal);
-          return memoryId.format(req);
+          return makeVm(this.seam, req, ctx, { seed: `${req.name}-seed-${++this.#n}` });
         }
       },
     ),

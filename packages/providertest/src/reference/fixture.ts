@@ -6,7 +6,8 @@ import {
   type Provider,
   type ProviderModule,
 } from '@proxy-op/contract';
-import type { BackendHarness, ConformanceFixture, PlantedMark } from '../harness.js';
+import { plantedMarkPairs } from '../gate.js';
+import type { BackendHarness, ConformanceFixture } from '../harness.js';
 import type { ConformanceDeps } from '../telemetry.js';
 import { BackendError, MemoryBackend } from './backend.js';
 import { providerModule } from './module.js';
@@ -65,15 +66,6 @@ export async function createReferenceFixture(
     backend.plant({ name: vmName, status: 'running', ip: '10.9.9.8', metadata });
     return memoryId.format({ name: vmName });
   };
-  const markOf = (mark: PlantedMark): Record<string, string> => {
-    const metadata: Record<string, string> = {
-      [MarkKey.Managed]: 'true',
-      [MarkKey.Uid]: mark.uid,
-      [MarkKey.CreatedAt]: formatMarkTime(new Date(Date.now() - 3_600_000)),
-    };
-    if (mark.installation !== undefined) metadata[MarkKey.Installation] = mark.installation;
-    return metadata;
-  };
   const harness: BackendHarness = {
     baseRequest: {
       namespace: 'default',
@@ -123,7 +115,7 @@ export async function createReferenceFixture(
     },
     replaceInstance: async (id, mark) => {
       existing(id);
-      planted(name(id), mark === undefined ? {} : markOf(mark));
+      planted(name(id), mark === undefined ? {} : plantedMarkPairs(mark));
     },
     holdLock: async (id) => {
       existing(id);
@@ -146,7 +138,7 @@ export async function createReferenceFixture(
       return memoryId.format({ name: req.name });
     },
     plantUnmarked: async (vmName) => planted(vmName, {}),
-    plantMarked: async (vmName, mark) => planted(vmName, markOf(mark)),
+    plantMarked: async (vmName, mark) => planted(vmName, plantedMarkPairs(mark)),
     blockCalls: (skip) => backend.blockCalls(skip),
     injectMalformed: () => backend.injectMalformed(),
     exhaustCapacity: () => backend.exhaustCapacity(),
