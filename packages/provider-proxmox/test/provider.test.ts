@@ -17,6 +17,19 @@ import {
 } from './support/fixture.js';
 
 const RANGE = { min: 100_000, max: 199_999 };
+/** The calls of Create for a new VM, with tasks that end by their first status poll. */
+const CREATE_CALLS = [
+  'clusterResources',
+  'vmConfig',
+  'clone',
+  'taskStatus',
+  'uploadIso',
+  'taskStatus',
+  'setVmConfig',
+  'start',
+  'taskStatus',
+  'vmStatus',
+];
 const fixtures: ProxmoxFixture[] = [];
 afterEach(async () => {
   for (const f of fixtures.splice(0)) await f.cleanup?.();
@@ -296,24 +309,11 @@ describe('Create', () => {
 
   it('Create: every step cut off on our side but carried out by the server, then retried, makes one VM', async () => {
     const { p, m } = await setup();
-    // Create's calls with tasks that end by their first poll (counted in "API calls per operation").
-    const path = [
-      'clusterResources',
-      'vmConfig',
-      'clone',
-      'taskStatus',
-      'uploadIso',
-      'taskStatus',
-      'setVmConfig',
-      'start',
-      'taskStatus',
-      'vmStatus',
-    ];
     for (const step of ['clone', 'uploadIso', 'setVmConfig', 'start']) {
       const req = request();
       const before = m.calls.length;
       // Hold the step's call at the server, give up on it, then let the server carry it out.
-      const skip = path.indexOf(step);
+      const skip = CREATE_CALLS.indexOf(step);
       const gate = m.blockCalls(skip);
       const ac = new AbortController();
       const first = p.create(req, { signal: ac.signal });
@@ -968,18 +968,7 @@ describe('API calls per operation', () => {
     );
     expect(get).toEqual(['clusterResources', 'vmConfig', 'vmStatus', 'agentNetworkInterfaces']);
     expect(counts.get).toBeLessThanOrEqual(4);
-    expect(create).toEqual([
-      'clusterResources',
-      'vmConfig',
-      'clone',
-      'taskStatus',
-      'uploadIso',
-      'taskStatus',
-      'setVmConfig',
-      'start',
-      'taskStatus',
-      'vmStatus',
-    ]);
+    expect(create).toEqual(CREATE_CALLS);
     expect(counts.list).toBe(1 + 5);
     expect(del).toEqual([
       'clusterResources',
