@@ -5,8 +5,9 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { type Tracer, trace } from '@opentelemetry/api';
 import { Agent, type Dispatcher, FormData, fetch } from 'undici';
+import { readAnswer } from './answers.js';
 import {
   type AgentInterface,
   ApiError,
@@ -16,54 +17,19 @@ import {
   type ResourceEntry,
   type StorageStatus,
   type TaskStatus,
-  TokenFileError,
   type VmConfig,
   type VmRef,
   type VmStatus,
 } from './api.js';
+import { readToken, type SecretSink } from './token.js';
+import { tracingInterceptor } from './tracing.js';
 
-const TOKEN_RE = /^([^\s@!=]+@[^\s@!=]+![^\s=]+)=(\S+)$/;
 const INSTRUMENTATION = '@proxy-op/provider-proxmox';
 
 /** Connect and TLS handshake budget, in ms. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 /** Keep-alive connections per host. */
 export const CONNECTIONS_PER_HOST = 4;
-
-/** A token read from its file: the id (safe to show) and the whole line (secret). */
-export interface Token {
-  /** `user@realm!tokenid`, the part before `=`. Safe to log. */
-  readonly id: string;
-  /** The whole line, for the Authorization header. Never logged. */
-  readonly line: string;
-}
-
-/**
- * Reads and checks the token file: one line `user@realm!tokenid=secret`.
- * A missing file is `PROXMOX_TOKEN_MISSING`, any other content
- * `PROXMOX_TOKEN_MALFORMED`; neither message quotes the content.
- */
-export async function readToken(path: string): Promise<Token> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    throw new TokenFileError(
-      'PROXMOX_TOKEN_MISSING',
-      `token file ${path} cannot be read (${typeof code === 'string' ? code : 'error'})`,
-    );
-  }
-  const line = text.trim();
-  const m = TOKEN_RE.exec(line);
-  if (m === null || line.includes('\n')) {
-    throw new TokenFileError(
-      'PROXMOX_TOKEN_MALFORMED',
-      `token file ${path} does not hold one line user@realm!tokenid=secret`,
-    );
-  }
-  return { id: m[1] as string, line };
-}
 
 /** Options of {@link HttpProxmoxApi}. */
 export interface HttpApiOptions {
@@ -72,8 +38,14 @@ export interface HttpApiOptions {
   readonly tokenFile: string;
   readonly caFile?: string | undefined;
   readonly insecureSkipTLSVerify?: boolean | undefined;
-  /** One request's budget in ms, response included; 0 for none. */
+  /**
+   * How long undici waits for an answer's headers, and between chunks of its
+   * body, in ms; 0 for no limit. The whole call's budget is the provider's
+   * (`requestTimeoutSeconds`, applied to every seam call).
+   */
   readonly requestTimeoutMs: number;
+  /** Where the token is declared as a secret each time the file is read (a `SecretSet`). */
+  readonly secrets?: SecretSink | undefined;
   /** Makes the `HTTP <METHOD>` spans; the global tracer when unset. */
   readonly tracer?: Tracer | undefined;
 }
@@ -154,24 +126,18 @@ export class HttpProxmoxApi implements ProxmoxApi {
     return { agent, dispatcher: agent.compose(tracingInterceptor(this.#tracer)) };
   }
 
-  async #call<T>(
+  async #call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     opts: { query?: Query; form?: Query; multipart?: FormData; signal?: AbortSignal | undefined },
-  ): Promise<T> {
+  ): Promise<unknown> {
     const url = new URL(path.replace(/^\//, ''), this.#base);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
     opts.signal?.throwIfAborted();
     const [{ dispatcher }, token] = await Promise.all([
       this.#getAgent(),
-      readToken(this.#opts.tokenFile),
+      readToken(this.#opts.tokenFile, this.#opts.secrets),
     ]);
-    const signals = [
-      opts.signal,
-      this.#opts.requestTimeoutMs > 0
-        ? AbortSignal.timeout(this.#opts.requestTimeoutMs)
-        : undefined,
-    ].filter((s): s is AbortSignal => s !== undefined);
     const headers: Record<string, string> = {
       authorization: `PVEAPIToken=${token.line}`,
       accept: 'application/json',
@@ -188,59 +154,57 @@ export class HttpProxmoxApi implements ProxmoxApi {
         headers,
         dispatcher,
         ...(body === undefined ? {} : { body }),
-        ...(signals.length === 0 ? {} : { signal: AbortSignal.any(signals) }),
+        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
     } catch (err) {
-      throw scrub(unwrapFetchError(err), token);
+      throw unwrapFetchError(err);
     }
     const text = await res.text().catch((err: unknown) => {
-      throw scrub(unwrapFetchError(err), token);
+      throw unwrapFetchError(err);
     });
-    if (res.status < 200 || res.status > 299) {
-      throw apiErrorFrom(res.status, res.statusText, text, token);
-    }
+    if (res.status < 200 || res.status > 299) throw apiErrorFrom(res.status, res.statusText, text);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new ApiError(res.status, 'the answer is not JSON');
+      throw new SyntaxError(`${method} ${url.pathname}: the answer is not JSON`);
     }
-    return (parsed as { data: T }).data;
+    if (typeof parsed !== 'object' || parsed === null) {
+      throw new TypeError(`${method} ${url.pathname}: the answer has no data`);
+    }
+    return (parsed as { data?: unknown }).data;
   }
 
-  version(signal?: AbortSignal): Promise<{ version: string; release?: string | undefined }> {
-    return this.#call('GET', 'version', { signal });
+  async version(signal?: AbortSignal): Promise<{ version: string; release?: string | undefined }> {
+    return readAnswer.version(await this.#call('GET', 'version', { signal }));
   }
 
-  nodeStatus(
+  async nodeStatus(
     req: { node: string },
     signal?: AbortSignal,
   ): Promise<{ kversion?: string | undefined; uptime?: number | undefined }> {
-    return this.#call('GET', `nodes/${seg(req.node)}/status`, { signal });
+    return readAnswer.nodeStatus(
+      await this.#call('GET', `nodes/${seg(req.node)}/status`, { signal }),
+    );
   }
 
-  storageStatus(
+  async storageStatus(
     req: { node: string; storage: string },
     signal?: AbortSignal,
   ): Promise<StorageStatus> {
-    return this.#call('GET', `nodes/${seg(req.node)}/storage/${seg(req.storage)}/status`, {
-      signal,
-    });
+    const path = `nodes/${seg(req.node)}/storage/${seg(req.storage)}/status`;
+    return readAnswer.storageStatus(await this.#call('GET', path, { signal }));
   }
 
-  clusterResources(signal?: AbortSignal): Promise<ResourceEntry[]> {
-    return this.#call('GET', 'cluster/resources', { query: { type: 'vm' }, signal });
+  async clusterResources(signal?: AbortSignal): Promise<ResourceEntry[]> {
+    const query = { type: 'vm' };
+    return readAnswer.clusterResources(
+      await this.#call('GET', 'cluster/resources', { query, signal }),
+    );
   }
 
   async vmConfig(req: VmRef, signal?: AbortSignal): Promise<VmConfig> {
-    const raw = await this.#call<Record<string, unknown>>('GET', `${vmPath(req)}/config`, {
-      signal,
-    });
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(raw ?? {})) {
-      if (v !== null && v !== undefined) out[k] = String(v);
-    }
-    return out;
+    return readAnswer.vmConfig(await this.#call('GET', `${vmPath(req)}/config`, { signal }));
   }
 
   async setVmConfig(
@@ -250,7 +214,7 @@ export class HttpProxmoxApi implements ProxmoxApi {
     await this.#call('PUT', `${vmPath(req)}/config`, { form: { ...req.params }, signal });
   }
 
-  clone(req: CloneParams, signal?: AbortSignal): Promise<string> {
+  async clone(req: CloneParams, signal?: AbortSignal): Promise<string> {
     const form: Query = {
       newid: String(req.newid),
       name: req.name,
@@ -259,49 +223,45 @@ export class HttpProxmoxApi implements ProxmoxApi {
     };
     if (req.storage !== undefined) form.storage = req.storage;
     if (req.target !== undefined) form.target = req.target;
-    return this.#call('POST', `${vmPath(req)}/clone`, { form, signal });
+    return readAnswer.clone(await this.#call('POST', `${vmPath(req)}/clone`, { form, signal }));
   }
 
-  resize(req: VmRef & { disk: string; size: string }, signal?: AbortSignal): Promise<string> {
-    return this.#call('PUT', `${vmPath(req)}/resize`, {
-      form: { disk: req.disk, size: req.size },
-      signal,
-    });
+  async resize(req: VmRef & { disk: string; size: string }, signal?: AbortSignal): Promise<string> {
+    const form = { disk: req.disk, size: req.size };
+    return readAnswer.resize(await this.#call('PUT', `${vmPath(req)}/resize`, { form, signal }));
   }
 
-  start(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#call('POST', `${vmPath(req)}/status/start`, { form: {}, signal });
+  async start(req: VmRef, signal?: AbortSignal): Promise<string> {
+    const path = `${vmPath(req)}/status/start`;
+    return readAnswer.start(await this.#call('POST', path, { form: {}, signal }));
   }
 
-  stop(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#call('POST', `${vmPath(req)}/status/stop`, { form: {}, signal });
+  async stop(req: VmRef, signal?: AbortSignal): Promise<string> {
+    const path = `${vmPath(req)}/status/stop`;
+    return readAnswer.stop(await this.#call('POST', path, { form: {}, signal }));
   }
 
-  vmStatus(req: VmRef, signal?: AbortSignal): Promise<VmStatus> {
-    return this.#call('GET', `${vmPath(req)}/status/current`, { signal });
+  async vmStatus(req: VmRef, signal?: AbortSignal): Promise<VmStatus> {
+    const path = `${vmPath(req)}/status/current`;
+    return readAnswer.vmStatus(await this.#call('GET', path, { signal }));
   }
 
-  destroy(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#call('DELETE', vmPath(req), {
-      query: { purge: '1', 'destroy-unreferenced-disks': '1' },
-      signal,
-    });
+  async destroy(req: VmRef, signal?: AbortSignal): Promise<string> {
+    const query = { purge: '1', 'destroy-unreferenced-disks': '1' };
+    return readAnswer.destroy(await this.#call('DELETE', vmPath(req), { query, signal }));
   }
 
-  taskStatus(req: { node: string; upid: string }, signal?: AbortSignal): Promise<TaskStatus> {
-    return this.#call('GET', `nodes/${seg(req.node)}/tasks/${seg(req.upid)}/status`, { signal });
+  async taskStatus(req: { node: string; upid: string }, signal?: AbortSignal): Promise<TaskStatus> {
+    const path = `nodes/${seg(req.node)}/tasks/${seg(req.upid)}/status`;
+    return readAnswer.taskStatus(await this.#call('GET', path, { signal }));
   }
 
   async agentNetworkInterfaces(req: VmRef, signal?: AbortSignal): Promise<AgentInterface[]> {
-    const data = await this.#call<{ result?: AgentInterface[] }>(
-      'GET',
-      `${vmPath(req)}/agent/network-get-interfaces`,
-      { signal },
-    );
-    return data?.result ?? [];
+    const path = `${vmPath(req)}/agent/network-get-interfaces`;
+    return readAnswer.agentNetworkInterfaces(await this.#call('GET', path, { signal }));
   }
 
-  uploadIso(
+  async uploadIso(
     req: { node: string; storage: string; filename: string; data: Uint8Array },
     signal?: AbortSignal,
   ): Promise<string> {
@@ -312,77 +272,17 @@ export class HttpProxmoxApi implements ProxmoxApi {
       new Blob([req.data as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }),
       req.filename,
     );
-    return this.#call('POST', `nodes/${seg(req.node)}/storage/${seg(req.storage)}/upload`, {
-      multipart: form,
-      signal,
-    });
+    const path = `nodes/${seg(req.node)}/storage/${seg(req.storage)}/upload`;
+    return readAnswer.uploadIso(await this.#call('POST', path, { multipart: form, signal }));
   }
 
-  deleteVolume(
+  async deleteVolume(
     req: { node: string; storage: string; volid: string },
     signal?: AbortSignal,
   ): Promise<string> {
-    return this.#call(
-      'DELETE',
-      `nodes/${seg(req.node)}/storage/${seg(req.storage)}/content/${seg(req.volid)}`,
-      { signal },
-    );
+    const path = `nodes/${seg(req.node)}/storage/${seg(req.storage)}/content/${seg(req.volid)}`;
+    return readAnswer.deleteVolume(await this.#call('DELETE', path, { signal }));
   }
-}
-
-/**
- * An undici interceptor that makes one `HTTP <METHOD>` CLIENT span per
- * request under the active span, and none when no span is active
- * (parent-gated). It records the method, host, port, path (without the
- * query) and response status; never a header, so never the token.
- */
-export function tracingInterceptor(tracer: Tracer): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) => {
-    if (trace.getActiveSpan() === undefined) return dispatch(opts, handler);
-    const origin = new URL(String(opts.origin));
-    const span = tracer.startSpan(
-      `HTTP ${opts.method}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': opts.method,
-          'server.address': origin.hostname,
-          'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
-          'url.path': opts.path.split('?')[0] ?? opts.path,
-        },
-      },
-      context.active(),
-    );
-    let ended = false;
-    const end = (error?: Error) => {
-      if (ended) return;
-      ended = true;
-      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error.name });
-      span.end();
-    };
-    return dispatch(opts, {
-      onRequestStart: (c, ctx) => handler.onRequestStart?.(c, ctx),
-      onRequestUpgrade: (c, status, headers, socket) =>
-        handler.onRequestUpgrade?.(c, status, headers, socket),
-      onResponseStarted: () => handler.onResponseStarted?.(),
-      onBodySent: (chunk) => handler.onBodySent?.(chunk),
-      onRequestSent: () => handler.onRequestSent?.(),
-      onResponseStart: (c, status, headers, message) => {
-        span.setAttribute('http.response.status_code', status);
-        if (status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
-        handler.onResponseStart?.(c, status, headers, message);
-      },
-      onResponseData: (c, chunk) => handler.onResponseData?.(c, chunk),
-      onResponseEnd: (c, trailers) => {
-        end();
-        handler.onResponseEnd?.(c, trailers);
-      },
-      onResponseError: (c, error) => {
-        end(error);
-        handler.onResponseError?.(c, error);
-      },
-    });
-  };
 }
 
 function seg(s: string): string {
@@ -401,19 +301,7 @@ function unwrapFetchError(err: unknown): unknown {
   return err;
 }
 
-/** Removes the token from an error's message, should a peer have echoed it. */
-function scrub(err: unknown, token: Token): unknown {
-  if (err instanceof Error && err.message.includes(token.line)) {
-    err.message = err.message.split(token.line).join('[redacted]');
-  }
-  const secret = token.line.slice(token.id.length + 1);
-  if (secret !== '' && err instanceof Error && err.message.includes(secret)) {
-    err.message = err.message.split(secret).join('[redacted]');
-  }
-  return err;
-}
-
-function apiErrorFrom(status: number, reason: string, text: string, token: Token): ApiError {
+function apiErrorFrom(status: number, reason: string, text: string): ApiError {
   let message = reason.trim();
   let errors: Record<string, string> = {};
   // A 401 carries no body worth reading, and a careless proxy might echo the
@@ -434,11 +322,5 @@ function apiErrorFrom(status: number, reason: string, text: string, token: Token
     }
   }
   if (message === '') message = status === 401 ? 'authentication failed' : 'request failed';
-  const secret = token.line.slice(token.id.length + 1);
-  const clean = (s: string) => (secret === '' ? s : s.split(secret).join('[redacted]'));
-  return new ApiError(
-    status,
-    clean(message),
-    Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, clean(v)])),
-  );
+  return new ApiError(status, message, errors);
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type Operation, permanent } from '@proxy-op/contract';
+import type { IdParser } from '@proxy-op/contract';
 
 /** A parsed provider ID. */
 export interface VmId {
@@ -22,11 +22,11 @@ export function formatId(id: VmId): string {
 
 /**
  * Parses an ID strictly: three segments, the literal `vms`, a VMID from 100
- * to 999999999 without leading zeros, and a non-empty name. Anything else is
- * Permanent.
+ * to 999999999 without leading zeros, and a non-empty name. Anything else
+ * gives undefined (the operation shell makes that a Permanent error).
  */
-export function parseId(provider: string, op: Operation, id: string): VmId {
-  if (typeof id !== 'string') throw new TypeError(`${op}: id must be a string`);
+export function parseId(id: string): VmId | undefined {
+  if (typeof id !== 'string') return undefined;
   const parts = id.split('/');
   const [lit, vmid, name] = parts;
   if (
@@ -37,11 +37,13 @@ export function parseId(provider: string, op: Operation, id: string): VmId {
     name === undefined ||
     name === ''
   ) {
-    throw permanent(
-      provider,
-      op,
-      `malformed provider ID ${JSON.stringify(id)}: want vms/<vmid>/<name>`,
-    );
+    return undefined;
   }
   return { vmid: Number(vmid), name };
 }
+
+/** The ID parser the operation shell uses. */
+export const vmIds: IdParser<VmId> = Object.freeze({
+  parse: parseId,
+  shape: 'vms/<vmid>/<name>',
+});

@@ -4,8 +4,10 @@
  * @module
  */
 import type { Profile, ProviderModule } from '@proxy-op/contract';
+import { classify } from './classify.js';
 import { configSchema, type ProxmoxConfig } from './config.js';
-import { type ProxmoxDeps, ProxmoxProvider } from './provider.js';
+import type { VmId } from './id.js';
+import { type ProxmoxDeps, ProxmoxImplementation } from './implementation.js';
 
 /** The provider's choices on the contract's nineteen axes (§4). */
 export const profile: Profile = Object.freeze({
@@ -34,10 +36,12 @@ export const profile: Profile = Object.freeze({
  * The Proxmox VE provider module, type `proxmox`. Build a provider with
  * `createProvider(providerModule, name, config, deps)`.
  */
-export const providerModule: ProviderModule<ProxmoxConfig, ProxmoxDeps> = Object.freeze({
+export const providerModule: ProviderModule<ProxmoxConfig, ProxmoxDeps, VmId> = Object.freeze<
+  ProviderModule<ProxmoxConfig, ProxmoxDeps, VmId>
+>({
   type: 'proxmox',
   configSchema,
   profile,
-  create: (name: string, config: ProxmoxConfig, deps: ProxmoxDeps) =>
-    new ProxmoxProvider(name, config, deps),
+  classify,
+  create: (name, config, deps) => new ProxmoxImplementation(name, config, deps),
 });

@@ -1,11 +1,15 @@
 // Peer: the HTTPS fake of the PVE API over real TLS (CA made with openssl), through the undici client.
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { createProvider, errorClassOf } from '@proxy-op/contract';
-import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
+import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, HttpProxmoxApi, providerModule } from '../src/index.js';
+import { ApiError } from '../src/api.js';
+import { classify } from '../src/classify.js';
+import { HttpProxmoxApi } from '../src/client.js';
+import { providerModule } from '../src/module.js';
 import {
   createProxmoxFixture,
   FAST_BUDGETS,
@@ -161,6 +165,56 @@ describe('the HTTPS client', () => {
     ]);
   });
 
+  it('Client: a request held at the server is still carried out after its client gave up', async () => {
+    const fx = await setup();
+    const c = client(fx);
+    const gate = fx.model.blockCalls(0);
+    const ac = new AbortController();
+    const p = c.clone(
+      { node: 'pv1-1', vmid: 9001, newid: 100_123, name: 'proxy-held', description: 'd' },
+      ac.signal,
+    );
+    p.catch(() => {});
+    await gate.reached;
+    ac.abort();
+    expect((await failure(p)).name).toBe('AbortError');
+    expect(fx.model.vms.has(100_123)).toBe(false);
+    gate.release();
+    for (let i = 0; i < 100 && !fx.model.vms.has(100_123); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(fx.model.vms.has(100_123)).toBe(true);
+    expect((await c.version()).version).toBe('9.2.20');
+  });
+
+  it('Client: answers that cannot be read are malformed-answer errors of the provider', async () => {
+    const fx = await setup();
+    const id = await fx.p.create(request());
+    const codes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      fx.model.malformNext();
+      const err = (await failure(fx.p.get(id))) as Error & { code?: string; op?: string };
+      expect(errorClassOf(err)).toBe('Transient');
+      expect(err.op).toBe('get');
+      codes.push(err.code ?? '');
+    }
+    // null data, {} for the list, an HTML page, a body without data.
+    expect(codes).toEqual(Array(4).fill('PROVIDER_MALFORMED_ANSWER'));
+    expect((await fx.p.get(id)).id).toBe(id);
+  });
+
+  it('Client: a token an answer echoes is redacted in every form from errors and logs', async () => {
+    const fx = await setup();
+    // A careless proxy in front of pveproxy quoting the request's header in a 403.
+    fx.model.forbidden.set('clusterResources', `/, Sys.Audit; header PVEAPIToken=${TOKEN_LINE}`);
+    const err = await failure(fx.p.listByTag());
+    expect(errorClassOf(err)).toBe('Permanent');
+    expect(err.message).toContain('Sys.Audit');
+    const everything = `${err.message}\n${err.stack}\n${JSON.stringify(err)}\n${inspect(err, { depth: 8 })}`;
+    expect(leakedIn(everything, TOKEN_SENTINEL)).toBeUndefined();
+    expect(leakedIn(fx.logs.text(), TOKEN_SENTINEL)).toBeUndefined();
+  });
+
   it('Client: HTTP/1.1 only, at most 4 keep-alive connections to the host', async () => {
     const fx = await setup();
     const c = client(fx);
@@ -250,7 +304,6 @@ describe('the HTTPS client', () => {
     const fx = await setup();
     const ca = join(fx.dir, 'late-ca.pem');
     const c = client(fx, { caFile: ca });
-    const { classify } = await import('../src/index.js');
     expect(classify('get', await failure(c.version()))).toBe('Transient');
     copyFileSync(fx.fake!.pki.caFile, ca);
     expect((await c.version()).version).toBe('9.2.20');

@@ -9,7 +9,9 @@ import {
 } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
 import { describe, expect, it } from 'vitest';
-import { HttpProxmoxApi, parseId, providerModule } from '../src/index.js';
+import { HttpProxmoxApi } from '../src/client.js';
+import { parseId } from '../src/id.js';
+import { providerModule } from '../src/module.js';
 
 const env = process.env;
 const REQUIRED = [
@@ -139,7 +141,7 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
       };
       try {
         const id = await p.create(req);
-        const { vmid } = parseId('t', 'get', id);
+        const vmid = parseId(id)?.vmid ?? 0;
         const range = (config().vmidRange ?? { min: 100_000, max: 199_999 }) as {
           min?: number;
           max?: number;

@@ -3,16 +3,33 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { errorClassOf, type Instance, type Provider } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatId, parseId, seedVolid, vmidFor } from '../src/index.js';
+import { API_METHODS, ApiError } from '../src/api.js';
+import { formatId } from '../src/id.js';
+import { decorateApi } from '../src/seam.js';
+import { vmidFor } from '../src/vmid.js';
 import {
   createProxmoxFixture,
   type FixtureOptions,
+  idOf,
   type ProxmoxFixture,
   TEMPLATE_VMID,
   vmOf,
 } from './support/fixture.js';
 
 const RANGE = { min: 100_000, max: 199_999 };
+/** The calls of Create for a new VM, with tasks that end by their first status poll. */
+const CREATE_CALLS = [
+  'clusterResources',
+  'vmConfig',
+  'clone',
+  'taskStatus',
+  'uploadIso',
+  'taskStatus',
+  'setVmConfig',
+  'start',
+  'taskStatus',
+  'vmStatus',
+];
 const fixtures: ProxmoxFixture[] = [];
 afterEach(async () => {
   for (const f of fixtures.splice(0)) await f.cleanup?.();
@@ -114,7 +131,7 @@ describe('Create', () => {
     const v0 = vmidFor(req.uid, 0, RANGE);
     m.addVm({ vmid: v0, name: 'someone-elses-vm', config: { description: 'hand made' } });
     const id = await p.create(req);
-    expect(parseId('t', 'get', id).vmid).toBe(vmidFor(req.uid, 1, RANGE));
+    expect(idOf(id).vmid).toBe(vmidFor(req.uid, 1, RANGE));
     expect(m.vms.get(v0)?.name).toBe('someone-elses-vm');
 
     // Ours at attempt 0 (stopped after its clone) is adopted and started, not cloned again.
@@ -145,7 +162,7 @@ describe('Create', () => {
       return original(r, signal);
     };
     const id = await p.create(req);
-    expect(parseId('t', 'get', id).vmid).toBe(vmidFor(req.uid, 1, RANGE));
+    expect(idOf(id).vmid).toBe(vmidFor(req.uid, 1, RANGE));
     expect(m.vms.get(v0)?.name).toBe('proxy-other');
   });
 
@@ -263,12 +280,59 @@ describe('Create', () => {
 
   it('Create: a VM vanishing mid-create is Transient, never NotFound', async () => {
     const { p, api } = await setup();
-    const { ApiError } = await import('../src/index.js');
     api!.failNext.set(
       'setVmConfig',
       new ApiError(500, "Configuration file 'nodes/pv1-1/qemu-server/100001.conf' does not exist"),
     );
     expect(errorClassOf(await failure(p.create(request())))).toBe('Transient');
+  });
+
+  it('Create: a start that an earlier, cut-off attempt left running is not a failure', async () => {
+    const { p, m } = await setup();
+    m.taskMs = 60;
+    const req = request();
+    const held = m.holdNextTask('qmstart');
+    const ac = new AbortController();
+    const first = p.create(req, { signal: ac.signal });
+    first.catch(() => {});
+    await held.reached;
+    ac.abort();
+    expect(errorClassOf(await failure(first))).toBe('Transient');
+    // The retry finds the VM stopped and starts it again; the first start ends meanwhile.
+    const retry = p.create(req);
+    setTimeout(() => held.release(), 10);
+    const id = await retry;
+    expect(m.calls.filter((c) => c === 'start')).toHaveLength(2);
+    expect(m.guests()).toHaveLength(1);
+    expect(vmOf(m, id).status).toBe('running');
+  });
+
+  it('Create: every step cut off on our side but carried out by the server, then retried, makes one VM', async () => {
+    const { p, m } = await setup();
+    for (const step of ['clone', 'uploadIso', 'setVmConfig', 'start']) {
+      const req = request();
+      const before = m.calls.length;
+      // Hold the step's call at the server, give up on it, then let the server carry it out.
+      const skip = CREATE_CALLS.indexOf(step);
+      const gate = m.blockCalls(skip);
+      const ac = new AbortController();
+      const first = p.create(req, { signal: ac.signal });
+      first.catch(() => {});
+      await gate.reached;
+      expect(m.calls[m.calls.length - 1], step).toBe(step);
+      ac.abort();
+      expect(errorClassOf(await failure(first)), step).toBe('Transient');
+      gate.release();
+      const id = await p.create(req);
+      expect(
+        m.guests().filter((v) => v.name === req.name),
+        step,
+      ).toHaveLength(1);
+      expect(m.calls.slice(before).filter((c) => c === 'clone').length, step).toBe(1);
+      await p.delete(id);
+      expect(m.guests(), step).toHaveLength(0);
+      expect(m.secondaryCount(), step).toBe(0);
+    }
   });
 
   it('Create: the placement zone must name a configured node', async () => {
@@ -420,11 +484,37 @@ describe('Get', () => {
     // VM stopped between the status read and the agent call.
     vm.agent = 'ip';
     const { api } = fixtures[fixtures.length - 1]!;
-    const { ApiError } = await import('../src/index.js');
     api!.failNext.set('agentNetworkInterfaces', new ApiError(500, `VM ${vm.vmid} is not running`));
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
     api!.failNext.set('agentNetworkInterfaces', new ApiError(500, 'something else entirely'));
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
+  });
+
+  it('Get: a VM of ours cloned but not yet given its seed is Provisioning, not Stopped', async () => {
+    const { p, m } = await setup();
+    const req = request();
+    const vmid = vmidFor(req.uid, 0, RANGE);
+    const description = `proxy-operator-managed=true\nproxy-operator-uid=${req.uid}\n`;
+    m.cloneNow(TEMPLATE_VMID, vmid, req.name, description);
+    const id = formatId({ vmid, name: req.name });
+    expect((await p.get(id)).state).toBe('Provisioning');
+    // Once Create has attached the seed, a stopped VM is Stopped.
+    expect(await p.create(req)).toBe(id);
+    const vm = vmOf(m, id);
+    vm.status = 'stopped';
+    vm.qmpstatus = 'stopped';
+    expect((await p.get(id)).state).toBe('Stopped');
+  });
+
+  it('Get: a VM at the VMID that lost its mark is NotFound; one of another UID is returned with it', async () => {
+    const { p, m } = await setup();
+    const id = await p.create(request());
+    const vm = vmOf(m, id);
+    const mark = vm.config.description ?? '';
+    vm.config.description = 'made by hand';
+    expect(errorClassOf(await failure(p.get(id)))).toBe('NotFound');
+    vm.config.description = mark.replace(/proxy-operator-uid=.*/, 'proxy-operator-uid=other-uid');
+    expect((await p.get(id)).uid).toBe('other-uid');
   });
 
   it('Get: a VM without the installation line counts as the default installation', async () => {
@@ -508,6 +598,57 @@ describe('Delete', () => {
     m.addVm({ vmid: 100_901, name: 'other', status: 'running' });
     await p.delete('vms/100901/proxy-y');
     expect(m.vms.has(100_901)).toBe(true);
+  });
+
+  it('Delete: a VM whose mark names another owner is left alone with its seed', async () => {
+    const { p, m } = await setup();
+    const req = request({ installation: 'inst-a' });
+    const id = await p.create(req);
+    const seed = `pv1-1/proxy-seeds/${req.name}-seed.iso`;
+    for (const owner of [
+      { uid: 'someone-else' },
+      { installation: 'inst-b' },
+      { uid: req.uid, installation: 'default' },
+    ]) {
+      const before = m.calls.length;
+      await p.delete(id, owner);
+      expect(m.vms.has(idOf(id).vmid), JSON.stringify(owner)).toBe(true);
+      expect(m.isos.has(seed), JSON.stringify(owner)).toBe(true);
+      expect(m.calls.slice(before), JSON.stringify(owner)).toEqual([
+        'clusterResources',
+        'vmConfig',
+      ]);
+    }
+    // The caller's own UID and installation, or none named: deleted.
+    await p.delete(id, { uid: req.uid, installation: 'inst-a' });
+    expect(m.vms.has(idOf(id).vmid)).toBe(false);
+    expect(m.isos.has(seed)).toBe(false);
+    expect(m.secondaryCount()).toBe(0);
+  });
+
+  it("Delete: a VM with an empty UID in its mark is the caller's, whatever UID they name", async () => {
+    const { p, m } = await setup();
+    const id = await p.create(request());
+    const vm = vmOf(m, id);
+    vm.config.description = (vm.config.description ?? '').replace(
+      /proxy-operator-uid=.*/,
+      'proxy-operator-uid=',
+    );
+    await p.delete(id, { uid: 'any-uid' });
+    expect(m.guests()).toHaveLength(0);
+  });
+
+  it('Delete: an unmarked VM at the ID is left alone, and the seed of the name is deleted everywhere', async () => {
+    const { p, m } = await setup({ nodes: ['pv1-1', 'pv1-2'] });
+    const req = request({ placement: { zone: 'pv1-1', machineType: 'small', image: 'debian-13' } });
+    const id = await p.create(req);
+    const vm = vmOf(m, id);
+    vm.config.description = 'made by hand';
+    const before = m.calls.length;
+    await p.delete(id, { uid: req.uid });
+    expect(m.vms.get(vm.vmid)?.status).toBe('running');
+    expect(m.isos.size).toBe(0);
+    expect(m.calls.slice(before).filter((c) => c === 'deleteVolume')).toHaveLength(2);
   });
 
   it('Delete: a locked VM is Transient; a hibernated one of ours is destroyed', async () => {
@@ -750,11 +891,13 @@ describe('logging', () => {
 
   it('Logging: every seam method logs exactly one line per call', async () => {
     const { p, m, logs, api } = await setup();
-    const { API_METHODS, decorateApi } = await import('../src/index.js');
-    const { createLogSink: sink } = await import('@proxy-op/providertest');
     void p;
-    const s = sink();
-    const api2 = decorateApi(api!, 'proxmox-home', s.logger);
+    const s = createLogSink();
+    const api2 = decorateApi(api!, {
+      provider: 'proxmox-home',
+      logger: s.logger,
+      requestTimeoutMs: 0,
+    });
     m.addVm({
       vmid: 100_800,
       name: 'proxy-z',
@@ -825,18 +968,7 @@ describe('API calls per operation', () => {
     );
     expect(get).toEqual(['clusterResources', 'vmConfig', 'vmStatus', 'agentNetworkInterfaces']);
     expect(counts.get).toBeLessThanOrEqual(4);
-    expect(create).toEqual([
-      'clusterResources',
-      'vmConfig',
-      'clone',
-      'taskStatus',
-      'uploadIso',
-      'taskStatus',
-      'setVmConfig',
-      'start',
-      'taskStatus',
-      'vmStatus',
-    ]);
+    expect(create).toEqual(CREATE_CALLS);
     expect(counts.list).toBe(1 + 5);
     expect(del).toEqual([
       'clusterResources',
@@ -852,5 +984,3 @@ describe('API calls per operation', () => {
 });
 
 export type { Provider };
-
-void seedVolid;

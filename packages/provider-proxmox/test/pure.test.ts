@@ -1,30 +1,28 @@
 // Peer: none; pure functions (IDs, VMIDs, marks, disks, state mapping, config, classify).
-import { ConfigError, errorClassOf, validateConfig } from '@proxy-op/contract';
+import { ConfigError, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
-import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, CONFIG_EXISTS_RE } from '../src/classify.js';
-import { cloudInitDrives, diskSizeBytes } from '../src/disk.js';
+import { readAnswer } from '../src/answers.js';
+import { API_METHODS } from '../src/api.js';
 import {
-  bootDisk,
+  AGENT_NOT_CONFIGURED,
+  AGENT_NOT_RUNNING,
+  CONFIG_EXISTS_RE,
   classify,
-  configSchema,
-  firstRoutableIPv4,
-  fnv1a64,
-  formatDescription,
-  mapStatus,
-  parseDescription,
-  parseId,
-  profile,
-  providerModule,
-  rewriteNet0,
-  vmidFor,
-} from '../src/index.js';
+} from '../src/classify.js';
+import { configSchema } from '../src/config.js';
+import { bootDisk, cloudInitDrives, diskSizeBytes, rewriteNet0 } from '../src/disk.js';
+import { firstRoutableIPv4, mapStatus } from '../src/get.js';
+import { parseId } from '../src/id.js';
+import { formatDescription, parseDescription } from '../src/mark.js';
+import { profile, providerModule } from '../src/module.js';
+import { fnv1a64, vmidFor } from '../src/vmid.js';
 import { CLASSIFY_CASES } from './support/fixture.js';
 import { type PveError, PveModel } from './support/pve-model.js';
 
 describe('IDs', () => {
-  it('parseId: refuses malformed IDs as Permanent', () => {
-    expect(parseId('p', 'get', 'vms/100123/proxy-a')).toEqual({ vmid: 100123, name: 'proxy-a' });
-    expect(parseId('p', 'get', 'vms/999999999/x')).toEqual({ vmid: 999999999, name: 'x' });
+  it('parseId: accepts exactly vms/<vmid>/<name>', () => {
+    expect(parseId('vms/100123/proxy-a')).toEqual({ vmid: 100123, name: 'proxy-a' });
+    expect(parseId('vms/999999999/x')).toEqual({ vmid: 999999999, name: 'x' });
     const bad = [
       '',
       'vms',
@@ -41,15 +39,7 @@ describe('IDs', () => {
       'vms/100/x/',
       '../../etc/passwd',
     ];
-    for (const id of bad) {
-      let err: unknown;
-      try {
-        parseId('p', 'get', id);
-      } catch (e) {
-        err = e;
-      }
-      expect(errorClassOf(err), id).toBe('Permanent');
-    }
+    for (const id of bad) expect(parseId(id), id).toBeUndefined();
   });
 });
 
@@ -153,6 +143,45 @@ describe('state mapping', () => {
       ]),
     ).toBe('192.168.4.20');
     expect(firstRoutableIPv4([{ name: 'eth0' }])).toBeUndefined();
+  });
+});
+
+describe('answers', () => {
+  it('readAnswer: every method refuses null, no data and the wrong container as a TypeError', () => {
+    const good: Record<string, unknown> = {
+      version: { version: '9.2.20', release: '9.2' },
+      nodeStatus: { kversion: 'Linux 7.0.14-17-pve' },
+      storageStatus: { active: 1, content: 'iso' },
+      clusterResources: [{ type: 'qemu', vmid: 100, node: 'pv1-1', status: 'running' }],
+      vmConfig: { name: 'x', cores: 1, agent: 1 },
+      vmStatus: { status: 'running', qmpstatus: 'running' },
+      taskStatus: { status: 'stopped', exitstatus: 'OK' },
+      agentNetworkInterfaces: { result: [{ name: 'lo' }] },
+    };
+    const upid = 'UPID:pv1-1:00001234:00005678:65000000:qmstart:100:root@pam:';
+    for (const method of API_METHODS) {
+      const read = readAnswer[method] as (d: unknown) => unknown;
+      if (method === 'setVmConfig') {
+        expect(read(null), method).toBeUndefined();
+        continue;
+      }
+      const value = good[method] ?? upid;
+      expect(() => read(value), method).not.toThrow();
+      const wrong = Array.isArray(value) ? {} : typeof value === 'object' ? [] : {};
+      for (const bad of [null, undefined, wrong]) {
+        expect(() => read(bad), `${method}(${JSON.stringify(bad)})`).toThrow(TypeError);
+      }
+    }
+    expect(readAnswer.vmConfig({ name: 'x', cores: 1, agent: 1 })).toEqual({
+      name: 'x',
+      cores: '1',
+      agent: '1',
+    });
+    expect(() =>
+      readAnswer.clusterResources([{ vmid: '100', node: 'pv1-1', type: 'qemu' }]),
+    ).toThrow(TypeError);
+    expect(() => readAnswer.start('not a upid')).toThrow(TypeError);
+    expect(() => readAnswer.agentNetworkInterfaces({})).toThrow(TypeError);
   });
 });
 

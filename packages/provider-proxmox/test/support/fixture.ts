@@ -4,20 +4,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createProvider, formatMarkTime, MarkKey, type Provider } from '@proxy-op/contract';
-import type { BackendHarness, ConformanceDeps, ConformanceFixture } from '@proxy-op/providertest';
-import {
-  ApiError,
-  type Budgets,
-  CaFileError,
-  classify,
-  formatDescription,
-  formatId,
-  parseId,
-  providerModule,
-  TaskFailedError,
-  TokenFileError,
-  vmidFor,
-} from '../../src/index.js';
+import type {
+  BackendHarness,
+  ConformanceDeps,
+  ConformanceFixture,
+  PlantedMark,
+} from '@proxy-op/providertest';
+import { ApiError, CaFileError, TokenFileError } from '../../src/api.js';
+import type { Budgets } from '../../src/budgets.js';
+import { classify, TaskFailedError } from '../../src/classify.js';
+import { formatId, parseId } from '../../src/id.js';
+import { formatDescription } from '../../src/mark.js';
+import { providerModule } from '../../src/module.js';
+import { vmidFor } from '../../src/vmid.js';
 import { FakeApi } from './fake-api.js';
 import { type HttpsFake, startHttpsFake } from './https-fake.js';
 import { type ModelVm, PveModel } from './pve-model.js';
@@ -41,9 +40,16 @@ export const FAST_BUDGETS: Budgets = {
   poll: 5,
 };
 
+/** The per-call budget (`requestTimeoutSeconds`) the conformance suite runs with, in ms. */
+export const CALL_BUDGET_MS = 500;
+/** How long a task runs in the conformance runs: short, but long enough to be seen running. */
+export const CONFORMANCE_TASK_MS = 10;
+
 export interface FixtureOptions {
   /** `https` (default): undici over TLS to the HTTPS fake; `seam`: the seam fake. */
   readonly peer?: 'https' | 'seam';
+  /** How long the model's tasks run, in ms (default 0: done by their first status poll). */
+  readonly taskMs?: number;
   readonly nodes?: string[];
   /** Extra config fields. */
   readonly config?: Record<string, unknown>;
@@ -61,12 +67,42 @@ export interface ProxmoxFixture extends ConformanceFixture {
 
 let plantVmid = 5000;
 
+/** The VMID and name of a provider ID; throws when it is malformed. */
+export function idOf(id: string): { vmid: number; name: string } {
+  const parts = parseId(id);
+  if (parts === undefined) throw new Error(`not a Proxmox provider ID: ${id}`);
+  return parts;
+}
+
 /** The model's VM behind a provider ID. */
 export function vmOf(model: PveModel, id: string): ModelVm {
-  const { vmid } = parseId('test', 'get', id);
+  const { vmid } = idOf(id);
   const vm = model.vms.get(vmid);
   if (vm === undefined) throw new Error(`no VM ${vmid}`);
   return vm;
+}
+
+/** The description lines of a planted mark (an old-style one without the installation key when it names none). */
+function markText(mark: PlantedMark): string {
+  const lines = [
+    `${MarkKey.Managed}=true`,
+    `${MarkKey.Uid}=${mark.uid}`,
+    `${MarkKey.CreatedAt}=${formatMarkTime(new Date(Date.now() - 3_600_000))}`,
+    ...(mark.installation === undefined ? [] : [`${MarkKey.Installation}=${mark.installation}`]),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** The conformance suite's fixture: short tasks and a short per-call budget. */
+export function createConformanceFixture(
+  deps: ConformanceDeps,
+  peer: 'https' | 'seam',
+): Promise<ProxmoxFixture> {
+  return createProxmoxFixture(deps, {
+    peer,
+    taskMs: CONFORMANCE_TASK_MS,
+    config: { requestTimeoutSeconds: CALL_BUDGET_MS / 1000 },
+  });
 }
 
 export async function createProxmoxFixture(
@@ -74,7 +110,7 @@ export async function createProxmoxFixture(
   opts: FixtureOptions = {},
 ): Promise<ProxmoxFixture> {
   const nodes = opts.nodes ?? NODES;
-  const model = new PveModel({ nodes, token: TOKEN_LINE });
+  const model = new PveModel({ nodes, token: TOKEN_LINE, taskMs: opts.taskMs ?? 0 });
   model.addTemplate(TEMPLATE_VMID);
   const dir = mkdtempSync(join(tmpdir(), 'pve-fixture-'));
   const tokenFile = join(dir, 'token');
@@ -106,20 +142,27 @@ export async function createProxmoxFixture(
     while (model.vms.has(plantVmid)) plantVmid++;
     return plantVmid++;
   };
-  const plant = (name: string, description: string | undefined) =>
+  /** A running VM named `name` with a disk of its own, as a person or another tool makes one. */
+  const plant = (name: string, description: string | undefined, at?: ModelVm): string => {
+    const vmid = at?.vmid ?? nextVmid();
     model.addVm({
-      vmid: nextVmid(),
+      vmid,
+      node: at?.node ?? (nodes[0] as string),
       name,
       status: 'running',
       qmpstatus: 'running',
       config: {
         name,
         ...(description === undefined ? {} : { description }),
-        scsi0: 'local-lvm:vm-disk-0,size=3G',
+        scsi0: `local-lvm:vm-${vmid}-disk-0,size=3G`,
         boot: 'order=scsi0',
         net0: 'virtio=BC:24:11:00:00:09,bridge=vmbr0',
+        agent: '1',
       },
     });
+    return formatId({ vmid, name });
+  };
+  let rotations = 0;
 
   const harness: BackendHarness = {
     baseRequest: {
@@ -147,6 +190,7 @@ export async function createProxmoxFixture(
     ],
     backendCalls: () => model.calls.length,
     instanceCount: async () => model.guests().length,
+    secondaryCount: async () => model.secondaryCount(),
     setRunning: async (id, ip) => {
       const v = vm(id);
       v.status = 'running';
@@ -184,6 +228,11 @@ export async function createProxmoxFixture(
         )
         .join('\n');
     },
+    replaceInstance: async (id, mark) => {
+      const old = vm(id);
+      model.removeVm(old.vmid);
+      plant(idOf(id).name, mark === undefined ? 'made by hand' : markText(mark), old);
+    },
     holdLock: async (id) => {
       const v = vm(id);
       v.lock = 'backup';
@@ -191,40 +240,23 @@ export async function createProxmoxFixture(
         v.lock = undefined;
       };
     },
-    holdNextDelete: (id) => model.holdNextTask('qmdestroy', parseId('test', 'delete', id).vmid),
+    holdNextDelete: (id) => model.holdNextTask('qmdestroy', idOf(id).vmid),
     plantNeverStarted: async (req) => {
-      // Create cut off while its clone runs: the entry is nameless and locked.
+      // Create cut off right after its clone: marked, unlocked, not configured, never started.
       const vmid = vmidFor(req.uid, 0, range);
-      const v = model.addVm({
-        vmid,
-        lock: 'clone',
-        config: {
-          name: req.name,
-          description: formatDescription({
-            uid: req.uid,
-            createdAt: new Date(),
-            installation: req.installation ?? 'default',
-          }),
-        },
+      const description = formatDescription({
+        uid: req.uid,
+        createdAt: new Date(),
+        installation: req.installation ?? 'default',
       });
-      v.name = undefined;
+      model.cloneNow(TEMPLATE_VMID, vmid, req.name, description);
       return formatId({ vmid, name: req.name });
     },
-    plantUnmarked: async (name) => {
-      plant(name, 'made by hand');
-    },
-    plantMarked: async (name, mark) => {
-      const lines = [
-        `${MarkKey.Managed}=true`,
-        `${MarkKey.Uid}=${mark.uid}`,
-        `${MarkKey.CreatedAt}=${formatMarkTime(new Date(Date.now() - 3_600_000))}`,
-        ...(mark.installation === undefined
-          ? []
-          : [`${MarkKey.Installation}=${mark.installation}`]),
-      ];
-      plant(name, `${lines.join('\n')}\n`);
-    },
+    plantUnmarked: async (name) => plant(name, 'made by hand'),
+    plantMarked: async (name, mark) => plant(name, markText(mark)),
     blockCalls: (skip) => model.blockCalls(skip),
+    injectMalformed: () => model.malformNext(),
+    callBudgetMs: ((config.requestTimeoutSeconds as number | undefined) ?? 30) * 1000,
     classifyCases: CLASSIFY_CASES,
     classify,
     checkTargets: nodes,
@@ -282,6 +314,14 @@ export async function createProxmoxFixture(
     rejectCredential: () => {
       model.acceptedToken = 'proxy-operator@pve!op=rotated-elsewhere';
       model.echoRejectedToken = true;
+    },
+    rotateCredential: () => {
+      // An admin replaces the token: the Secret's file changes, and Proxmox accepts only the new one.
+      const line = `proxy-operator@pve!op=rotated-${++rotations}-5c0ffee-secret`;
+      writeFileSync(tokenFile, `${line}\n`);
+      model.acceptedToken = line;
+      model.echoRejectedToken = false;
+      if (api !== undefined) api.token = line;
     },
   };
   return {

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { PveError, type PveModel } from './pve-model.js';
+import { type MalformedKind, PveError, type PveModel } from './pve-model.js';
 
 export interface Pki {
   readonly dir: string;
@@ -134,7 +134,11 @@ function routes(model: PveModel): Route[] {
     r('POST', `${vm}/status/start`, 'start', (m) => model.start(n(m, 1), Number(m[2]))),
     r('POST', `${vm}/status/stop`, 'stop', (m) => model.stop(n(m, 1), Number(m[2]))),
     r('GET', `${vm}/status/current`, 'vmStatus', (m) => model.vmStatus(n(m, 1), Number(m[2]))),
-    r('DELETE', vm, 'destroy', (m) => model.destroy(n(m, 1), Number(m[2]))),
+    r('DELETE', vm, 'destroy', (m, _b, url) =>
+      model.destroy(n(m, 1), Number(m[2]), {
+        unreferencedDisks: url.searchParams.get('destroy-unreferenced-disks') === '1',
+      }),
+    ),
     r('GET', '/nodes/([^/]+)/tasks/([^/]+)/status', 'taskStatus', (m) =>
       model.taskStatus(n(m, 1), n(m, 2)),
     ),
@@ -190,6 +194,28 @@ function send(res: ServerResponse, status: number, reason: string, body: string 
   res.end(body);
 }
 
+/**
+ * A 200 whose body cannot be read as the answer: `{"data":null}`, the wrong
+ * container, an HTML page, or a body without `data`. Where `null` is the
+ * normal answer (a config write), an HTML page.
+ */
+function sendMalformed(res: ServerResponse, kind: MalformedKind, data: unknown): void {
+  if (kind === 'not-json' || data === null) {
+    if (res.destroyed || res.writableEnded) return;
+    res.statusCode = 200;
+    res.setHeader('content-type', 'text/html');
+    res.end('<html><body><h1>Bad Gateway</h1></body></html>\n');
+    return;
+  }
+  const body =
+    kind === 'null-data'
+      ? { data: null }
+      : kind === 'no-data'
+        ? {}
+        : { data: Array.isArray(data) ? {} : typeof data === 'object' ? [] : {} };
+  send(res, 200, 'OK', JSON.stringify(body));
+}
+
 /** Starts the fake on 127.0.0.1, port 0. */
 export async function startHttpsFake(model: PveModel): Promise<HttpsFake> {
   const pki = makePki();
@@ -203,7 +229,12 @@ export async function startHttpsFake(model: PveModel): Promise<HttpsFake> {
       requests.push(`${req.method} ${url.pathname}`);
       httpVersions.add(req.httpVersion);
       const route = table.find((r) => r.method === req.method && r.re.test(url.pathname));
-      const body = await readBody(req);
+      let body: Body;
+      try {
+        body = await readBody(req);
+      } catch {
+        return; // the client went away before its request was whole: it never arrived
+      }
       if (route === undefined) {
         send(
           res,
@@ -214,18 +245,20 @@ export async function startHttpsFake(model: PveModel): Promise<HttpsFake> {
         return;
       }
       const m = route.re.exec(url.pathname) as RegExpExecArray;
-      await model.enter(route.call);
+      // The request has reached the server: it is carried out even when its
+      // client gives up while it is held (send writes nothing then).
+      const ticket = await model.enter(route.call);
       const node = /\/nodes\/([^/]+)\//.exec(url.pathname)?.[1];
       const ms = node === undefined ? 0 : (model.nodeDelay.get(node) ?? 0);
       if (ms > 0) await delay(ms);
-      if (req.socket.destroyed) return; // the client gave up: do nothing
       try {
         const auth = req.headers.authorization;
         model.authenticate(
           auth?.startsWith('PVEAPIToken=') ? auth.slice('PVEAPIToken='.length) : undefined,
         );
-        const data = route.run(m, body, url);
-        send(res, 200, 'OK', JSON.stringify({ data: data ?? null }));
+        const data: unknown = route.run(m, body, url) ?? null;
+        if (ticket.malformed === undefined) send(res, 200, 'OK', JSON.stringify({ data }));
+        else sendMalformed(res, ticket.malformed, data);
       } catch (err) {
         if (err instanceof PveError) {
           if (err.status === 401 && !err.noBody) {

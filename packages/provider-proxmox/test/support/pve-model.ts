@@ -49,6 +49,26 @@ export interface ModelTask {
   apply: () => string;
 }
 
+/**
+ * How an answer is made unreadable (`injectMalformed`): `data` null, the
+ * wrong container (`{}` where a list belongs, `[]` where an object does),
+ * a 200 that is not JSON, or a body without `data`.
+ */
+export type MalformedKind = 'null-data' | 'wrong-shape' | 'not-json' | 'no-data';
+
+const MALFORMED_KINDS: readonly MalformedKind[] = [
+  'null-data',
+  'wrong-shape',
+  'not-json',
+  'no-data',
+];
+
+/** What a call learns when it reaches the server. */
+export interface Ticket {
+  /** Set when this call's answer is to be unreadable. */
+  readonly malformed: MalformedKind | undefined;
+}
+
 export interface StorageModel {
   active: number;
   content: string;
@@ -64,6 +84,8 @@ export class PveModel {
   readonly tasks = new Map<string, ModelTask>();
   /** ISO files by `node/storage/filename`. */
   readonly isos = new Map<string, Uint8Array>();
+  /** Disk volumes (`storage:vm-<vmid>-disk-<n>`) and the VMID that owns each. */
+  readonly volumes = new Map<string, number>();
   /** Storages by `node/storage`. */
   readonly storages = new Map<string, StorageModel>();
   readonly nodes: string[];
@@ -86,14 +108,17 @@ export class PveModel {
   /** Next exit status per task type, e.g. `qmstart` -> `WARNINGS: 1`. */
   readonly nextExit = new Map<string, string>();
   #gates: { after: number; g: HarnessGate }[] = [];
+  #malformed = 0;
+  #pendingMalformed = false;
   #taskHolds: {
     match: (t: ModelTask, vmid: number | undefined) => boolean;
     vmid?: number;
     g: HarnessGate;
   }[] = [];
 
-  constructor(opts: { nodes?: string[]; token: string }) {
+  constructor(opts: { nodes?: string[]; token: string; taskMs?: number }) {
     this.nodes = opts.nodes ?? ['pv1-1'];
+    this.taskMs = opts.taskMs ?? 0;
     this.acceptedToken = opts.token;
     for (const n of this.nodes) {
       this.storages.set(`${n}/proxy-seeds`, {
@@ -120,16 +145,31 @@ export class PveModel {
     return g;
   }
 
-  /** Counts a call and waits at any gate that holds it. */
-  async enter(call: string): Promise<void> {
+  /** Makes the next call's answer unreadable, a different way each time (see {@link MalformedKind}). */
+  malformNext(): void {
+    this.#pendingMalformed = true;
+  }
+
+  /**
+   * Counts a call that reached the server and waits at any gate that holds
+   * it. The server carries a held call out once the gate opens, whether or
+   * not its client is still waiting.
+   */
+  async enter(call: string): Promise<Ticket> {
     const index = this.calls.length;
     this.calls.push(call);
+    let malformed: MalformedKind | undefined;
+    if (this.#pendingMalformed) {
+      this.#pendingMalformed = false;
+      malformed = MALFORMED_KINDS[this.#malformed++ % MALFORMED_KINDS.length];
+    }
     for (const { after, g } of this.#gates) {
       if (index >= after) {
         g.reach();
         await g.released;
       }
     }
+    return { malformed };
   }
 
   /** Holds the next task of `type` (for `vmid`, if given) running until released. */
@@ -159,7 +199,35 @@ export class PveModel {
     if (full.name !== undefined && full.config.name === undefined) full.config.name = full.name;
     if (full.template) full.config.template = '1';
     this.vms.set(full.vmid, full);
+    for (const volid of diskVolumes(full.config)) this.volumes.set(volid, full.vmid);
     return full;
+  }
+
+  /**
+   * Clones the template onto `newid` at once, as a Create's clone step
+   * leaves it: named, marked by `description`, unlocked, stopped, with its
+   * own disks, not yet configured or started.
+   */
+  cloneNow(template: number, newid: number, name: string, description: string): ModelVm {
+    const tpl = this.vms.get(template);
+    if (tpl === undefined) throw new Error(`no template ${template}`);
+    const upid = this.clone(tpl.node, template, { newid: String(newid), name, description });
+    const t = this.tasks.get(upid) as ModelTask;
+    if (!t.done) this.#finish(t);
+    return this.vms.get(newid) as ModelVm;
+  }
+
+  /** Removes a VM and the disks it owns, as a destroy does. */
+  removeVm(vmid: number): void {
+    this.vms.delete(vmid);
+    for (const [volid, owner] of this.volumes) if (owner === vmid) this.volumes.delete(volid);
+  }
+
+  /** Secondary resources: seed ISOs, and disks that no template owns. */
+  secondaryCount(): number {
+    let disks = 0;
+    for (const owner of this.volumes.values()) if (this.vms.get(owner)?.template !== true) disks++;
+    return this.isos.size + disks;
   }
 
   /** Adds a template VM the way an admin prepares one. */
@@ -225,10 +293,13 @@ export class PveModel {
     if (exit !== undefined) {
       this.nextExit.delete(type);
       const inner = t.apply;
-      t.apply = () => {
-        const r = inner();
-        return r === 'OK' ? exit : r;
-      };
+      // Warnings come from a task that did its work; any other exit status from one that did not.
+      t.apply = /^WARNINGS: \d+$/.test(exit)
+        ? () => {
+            const r = inner();
+            return r === 'OK' ? exit : r;
+          }
+        : () => exit;
     }
     return upid;
   }
@@ -390,6 +461,7 @@ export class PveModel {
         vm.config = config;
         vm.name = config.name;
         vm.lock = undefined;
+        for (const volid of diskVolumes(config)) this.volumes.set(volid, newid);
         return 'OK';
       },
       newid,
@@ -467,7 +539,11 @@ export class PveModel {
     return out;
   }
 
-  destroy(node: string, vmid: number): string {
+  /**
+   * Destroys a stopped VM with the disks its config names and, with
+   * `destroy-unreferenced-disks`, the other disks it owns.
+   */
+  destroy(node: string, vmid: number, opts: { unreferencedDisks?: boolean } = {}): string {
     this.#check('destroy', node);
     const vm = this.#vm(node, vmid);
     if (vm.lock !== undefined && vm.lock !== 'suspended') this.#unlocked(vm);
@@ -478,7 +554,13 @@ export class PveModel {
       'qmdestroy',
       String(vmid),
       () => {
+        const referenced = new Set(diskVolumes(vm.config));
         this.vms.delete(vmid);
+        for (const [volid, owner] of this.volumes) {
+          if (owner === vmid && (referenced.has(volid) || opts.unreferencedDisks === true)) {
+            this.volumes.delete(volid);
+          }
+        }
         return 'OK';
       },
       vmid,
@@ -578,4 +660,16 @@ export class PveModel {
   guests(): ModelVm[] {
     return [...this.vms.values()].filter((v) => !v.template);
   }
+}
+
+/** The disk volumes a VM config names (not CD-ROMs, not `none`). */
+export function diskVolumes(config: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(config)) {
+    if (!/^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$/.test(k)) continue;
+    if (/(^|,)media=cdrom(,|$)/.test(v)) continue;
+    const volid = v.split(',')[0] ?? '';
+    if (/^[^:]+:.+/.test(volid)) out.push(volid);
+  }
+  return out;
 }

@@ -1,0 +1,110 @@
+/**
+ * Delete: stop the VM, delete its seed, destroy it; resolves once all is
+ * gone. A VM that is not the caller's is left alone.
+ *
+ * @module
+ */
+import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
+import type { VmConfig } from './api.js';
+import { classify, isDoesNotExist } from './classify.js';
+import type { VmId } from './id.js';
+import { parseDescription } from './mark.js';
+import { errorFields, isMalformed, isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import { waitTask } from './tasks.js';
+
+/**
+ * Deletes the VM at the ID. Gone, or another VM at the VMID (another name,
+ * or ours without its mark): the seed of `name` is deleted on every node
+ * and nothing else is touched. A VM whose mark names another owner than
+ * the caller's (`deletionProblem`) is left alone with its seed, which it
+ * uses. Otherwise: stop, delete the seed on its node, destroy.
+ */
+export async function deleteVm(rt: Runtime, id: VmId, ctx: DeleteContext): Promise<void> {
+  const { api } = rt;
+  const { vmid, name } = id;
+  const fields = { vmid, name };
+  const entry = (await api.clusterResources(ctx.signal)).find((e) => e.vmid === vmid);
+  if (entry === undefined || entry.type !== 'qemu' || entry.template === 1) {
+    rt.log.debug(fields, 'proxmox vm already gone');
+    return deleteSeedEverywhere(rt, ctx, name);
+  }
+  const suspended = entry.lock === 'suspended';
+  if (isTaskLock(entry.lock) || entry.name === undefined) {
+    throw ctx.transient(
+      `VM ${vmid} is locked (${entry.lock ?? 'clone'}); retry once its task ends`,
+    );
+  }
+  if (entry.status === 'unknown') {
+    throw ctx.transient(`VM ${vmid}'s node ${entry.node} does not answer`);
+  }
+  const node = entry.node;
+  let config: VmConfig;
+  try {
+    config = await api.vmConfig({ node, vmid }, ctx.signal);
+  } catch (err) {
+    if (!isDoesNotExist(err)) throw err;
+    rt.log.debug(fields, 'proxmox vm already gone');
+    return deleteSeedEverywhere(rt, ctx, name);
+  }
+  const mark = parseDescription(config.description);
+  if (config.name !== name || mark === undefined) {
+    rt.log.debug({ ...fields, node, found: config.name }, 'proxmox vm not ours, left alone');
+    return deleteSeedEverywhere(rt, ctx, name);
+  }
+  const problem = deletionProblem(mark, ctx.owner);
+  if (problem !== undefined) {
+    rt.log.debug({ ...fields, node, problem }, 'proxmox vm of another owner, left alone');
+    return;
+  }
+  if (isTaskLock(config.lock)) {
+    throw ctx.transient(`VM ${vmid} is locked (${config.lock}); retry once its task ends`);
+  }
+  if (entry.status !== 'stopped' && !suspended) {
+    let upid: string | undefined;
+    try {
+      upid = await api.stop({ node, vmid }, ctx.signal);
+    } catch (err) {
+      if (!isDoesNotExist(err)) throw err;
+    }
+    if (upid === undefined) return deleteSeedEverywhere(rt, ctx, name);
+    await waitTask(rt, ctx, node, upid, rt.budgets.stop);
+  }
+  const storage = rt.config.isoStorage;
+  const seed = await api.deleteVolume(
+    { node, storage, volid: seedVolid(storage, name) },
+    ctx.signal,
+  );
+  await waitTask(rt, ctx, node, seed, rt.budgets.seedDelete);
+  let destroy: string | undefined;
+  try {
+    destroy = await api.destroy({ node, vmid }, ctx.signal);
+  } catch (err) {
+    if (!isDoesNotExist(err)) throw err;
+  }
+  if (destroy !== undefined) await waitTask(rt, ctx, node, destroy, rt.budgets.destroy);
+  rt.log.debug({ ...fields, node, destroyed: destroy !== undefined }, 'proxmox vm deleted');
+}
+
+/**
+ * Deletes the seed on every configured node, in config order (its VM's
+ * node is unknown). A node that fails is skipped, unless the call was
+ * cancelled, the answer could not be read, or the failure is Permanent (a
+ * missing privilege every node would refuse).
+ */
+async function deleteSeedEverywhere(rt: Runtime, ctx: DeleteContext, name: string): Promise<void> {
+  const storage = rt.config.isoStorage;
+  for (const node of rt.config.nodes) {
+    try {
+      const upid = await rt.api.deleteVolume(
+        { node, storage, volid: seedVolid(storage, name) },
+        ctx.signal,
+      );
+      await waitTask(rt, ctx, node, upid, rt.budgets.seedDelete);
+    } catch (err) {
+      if (ctx.signal?.aborted || isMalformed(err) || classify('delete', err) === 'Permanent') {
+        throw err;
+      }
+      rt.log.debug({ node, name, ...errorFields(err) }, 'proxmox seed delete skipped on a node');
+    }
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Get: the VM's state, IP, UID and creation time, read from Proxmox on
+ * every call (the listing, the config, `status/current`, the guest agent).
+ *
+ * @module
+ */
+import { isIPv4 } from 'node:net';
+import type { Instance, OperationContext, State } from '@proxy-op/contract';
+import { ApiError, type VmConfig } from './api.js';
+import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, isDoesNotExist } from './classify.js';
+import { formatId, type VmId } from './id.js';
+import { parseDescription } from './mark.js';
+import { isTaskLock, type Runtime, seedVolid } from './runtime.js';
+
+/** Reads the VM at the ID; NotFound when it is gone, another VM, or carries no mark. */
+export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise<Instance> {
+  const { vmid, name } = id;
+  const entry = (await rt.api.clusterResources(ctx.signal)).find((e) => e.vmid === vmid);
+  if (entry === undefined || entry.type !== 'qemu') {
+    throw ctx.notFound(`VM ${vmid} does not exist`);
+  }
+  if (isTaskLock(entry.lock) || entry.name === undefined) {
+    throw ctx.transient(`VM ${vmid} is locked (${entry.lock ?? 'clone'})`);
+  }
+  if (entry.status === 'unknown') {
+    throw ctx.transient(`VM ${vmid} has status unknown (its node ${entry.node} does not answer)`);
+  }
+  let config: VmConfig;
+  try {
+    config = await rt.api.vmConfig({ node: entry.node, vmid }, ctx.signal);
+  } catch (err) {
+    if (isDoesNotExist(err)) throw ctx.notFound(`VM ${vmid} does not exist`, err);
+    throw err;
+  }
+  if (isTaskLock(config.lock)) throw ctx.transient(`VM ${vmid} is locked (${config.lock})`);
+  const fields = { vmid, name, node: entry.node };
+  if (config.name !== name) {
+    rt.log.debug({ ...fields, found: config.name }, 'proxmox vmid reused by another vm');
+    throw ctx.notFound(`VM ${vmid} is no longer ${name}`);
+  }
+  const mark = parseDescription(config.description);
+  if (mark === undefined) {
+    rt.log.debug(fields, 'proxmox vm carries no mark');
+    throw ctx.notFound(`VM ${vmid} (${name}) carries no proxy-op mark`);
+  }
+  const base = {
+    id: formatId(id),
+    uid: mark.uid,
+    createdAt: mark.createdAt,
+    installation: mark.installation,
+  };
+  if (entry.lock === 'suspended' || config.lock === 'suspended') {
+    return { ...base, state: 'Stopped' };
+  }
+  const st = await rt.api.vmStatus({ node: entry.node, vmid }, ctx.signal);
+  const state = mapStatus(st.status, st.qmpstatus);
+  if (state === 'Stopped' && st.status === 'stopped' && !seedAttached(rt, config, name)) {
+    // Cloned but not yet given its seed: a Create has not got as far as the start.
+    return { ...base, state: 'Provisioning' };
+  }
+  if (state !== 'agent') return { ...base, state };
+  const agent = await agentAddress(rt, ctx, entry.node, vmid);
+  rt.log.trace({ ...fields, ip: agent.ip ?? '' }, 'proxmox agent answered');
+  return agent.ip === undefined
+    ? { ...base, state: agent.state }
+    : { ...base, state: agent.state, ip: agent.ip };
+}
+
+/** True when the VM's config has the seed of `name` on ide2, as Create's config step writes it. */
+function seedAttached(rt: Runtime, config: VmConfig, name: string): boolean {
+  const ide2 = config.ide2 ?? '';
+  return ide2.split(',')[0] === seedVolid(rt.config.isoStorage, name);
+}
+
+/** Reads the guest agent: Running with a routable IPv4, else what its answer means (README, Behaviour). */
+async function agentAddress(
+  rt: Runtime,
+  ctx: OperationContext,
+  node: string,
+  vmid: number,
+): Promise<{ state: State; ip?: string }> {
+  try {
+    const ifaces = await rt.api.agentNetworkInterfaces({ node, vmid }, ctx.signal);
+    const ip = firstRoutableIPv4(ifaces);
+    return ip === undefined ? { state: 'Provisioning' } : { state: 'Running', ip };
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 500) {
+      if (err.apiMessage === AGENT_NOT_RUNNING) return { state: 'Provisioning' };
+      if (err.apiMessage === AGENT_NOT_CONFIGURED) return { state: 'Stopped' };
+    }
+    throw err;
+  }
+}
+
+/**
+ * Maps `status/current` to a state, or `agent` when the guest agent
+ * decides: a running VM whose QEMU is running. `prelaunch` is
+ * Provisioning; paused, suspended, errors and anything unknown are Stopped.
+ */
+export function mapStatus(status: string, qmpstatus: string | undefined): State | 'agent' {
+  if (status === 'running') {
+    if (qmpstatus === undefined || qmpstatus === 'running') return 'agent';
+    if (qmpstatus === 'prelaunch') return 'Provisioning';
+    return 'Stopped';
+  }
+  return 'Stopped';
+}
+
+/** The first IPv4 of the first interface, in the agent's order, that is not loopback, link-local or unspecified. */
+export function firstRoutableIPv4(
+  ifaces: readonly {
+    name: string;
+    'ip-addresses'?: readonly { 'ip-address-type': string; 'ip-address': string }[] | undefined;
+  }[],
+): string | undefined {
+  for (const iface of ifaces) {
+    if (iface.name === 'lo') continue;
+    for (const a of iface['ip-addresses'] ?? []) {
+      const ip = a['ip-address'];
+      if (a['ip-address-type'] !== 'ipv4' || !isIPv4(ip)) continue;
+      if (ip.startsWith('127.') || ip.startsWith('169.254.') || ip === '0.0.0.0') continue;
+      return ip;
+    }
+  }
+  return undefined;
+}

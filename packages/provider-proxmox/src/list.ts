@@ -1,0 +1,64 @@
+/**
+ * ListByTag: every VM of an installation, from one cluster listing and one
+ * config read per candidate.
+ *
+ * @module
+ */
+import { belongsTo, type Instance, type OperationContext } from '@proxy-op/contract';
+import type { VmConfig } from './api.js';
+import { formatId } from './id.js';
+import { hasProxyTag, parseDescription } from './mark.js';
+import { errorFields, isMalformed, type Runtime } from './runtime.js';
+
+/**
+ * Lists the installation's VMs with ID, UID and creation time. Candidates
+ * are named VMs tagged `proxy_operator` or named `proxy-*`; one whose
+ * config cannot be read (its node is down, it was destroyed meanwhile) is
+ * skipped, but an answer that cannot be read fails the call.
+ */
+export async function list(
+  rt: Runtime,
+  installation: string,
+  ctx: OperationContext,
+): Promise<Instance[]> {
+  const resources = await rt.api.clusterResources(ctx.signal);
+  const candidates = resources.filter(
+    (e) =>
+      e.type === 'qemu' &&
+      e.template !== 1 &&
+      e.name !== undefined &&
+      (hasProxyTag(e.tags) || e.name.startsWith('proxy-')),
+  );
+  const out: Instance[] = [];
+  let unmarked = 0;
+  for (const e of candidates) {
+    let config: VmConfig;
+    try {
+      config = await rt.api.vmConfig({ node: e.node, vmid: e.vmid }, ctx.signal);
+    } catch (err) {
+      if (ctx.signal?.aborted || isMalformed(err)) throw err;
+      rt.log.debug(
+        { vmid: e.vmid, node: e.node, ...errorFields(err) },
+        'proxmox unreadable candidate skipped',
+      );
+      continue;
+    }
+    const mark = parseDescription(config.description);
+    if (mark === undefined) {
+      unmarked++;
+      continue;
+    }
+    if (!belongsTo(mark, installation)) continue;
+    out.push({
+      id: formatId({ vmid: e.vmid, name: config.name ?? (e.name as string) }),
+      uid: mark.uid,
+      createdAt: mark.createdAt,
+      installation: mark.installation,
+    });
+  }
+  rt.log.debug(
+    { candidates: candidates.length, listed: out.length, unmarked },
+    'proxmox vms listed',
+  );
+  return out;
+}

@@ -1,0 +1,47 @@
+/**
+ * What every operation works with: the config, the decorated seam, the
+ * logger, the clock and the budgets; and the small rules they share.
+ *
+ * @module
+ */
+import type { Clock, Logger } from '@proxy-op/contract';
+import { ApiError, type ProxmoxApi } from './api.js';
+import type { Budgets } from './budgets.js';
+import type { ProxmoxConfig } from './config.js';
+
+/** The provider's state, shared by its operations. Built once per provider. */
+export interface Runtime {
+  readonly config: ProxmoxConfig;
+  /** The seam, bounded per call and logging one line per call. */
+  readonly api: ProxmoxApi;
+  /** The provider's logger (`provider` bound; redacts declared secrets). */
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly budgets: Budgets;
+}
+
+/** True for a lock a task holds (`clone`, `backup`, ...): anything but none or `suspended`. */
+export function isTaskLock(lock: string | undefined): boolean {
+  return lock !== undefined && lock !== '' && lock !== 'suspended';
+}
+
+/** The seed ISO's file name for an instance. */
+export function seedName(name: string): string {
+  return `${name}-seed.iso`;
+}
+
+/** The seed ISO's volume id on `storage`. */
+export function seedVolid(storage: string, name: string): string {
+  return `${storage}:iso/${seedName(name)}`;
+}
+
+/** True for a failure to read an answer (the shell's malformed-answer kinds). */
+export function isMalformed(err: unknown): boolean {
+  return err instanceof TypeError || err instanceof SyntaxError || err instanceof RangeError;
+}
+
+/** Log fields of a failure: the HTTP status and API message, or the error's name. */
+export function errorFields(err: unknown): Record<string, string | number> {
+  if (err instanceof ApiError) return { httpStatus: err.status, error: err.apiMessage };
+  return { error: err instanceof Error ? err.name : typeof err };
+}
