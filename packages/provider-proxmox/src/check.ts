@@ -34,7 +34,14 @@ export const ProxmoxReason = {
 export function checker(rt: Runtime, secrets: SecretSet): ImplementationChecker {
   return {
     targets: (): CheckTarget[] =>
-      rt.config.nodes.map((node) => ({ target: node, address: rt.config.url })),
+      rt.config.nodes.map((node) => ({
+        target: node,
+        address: rt.config.url,
+        details: {
+          isoStorage: rt.config.isoStorage,
+          templates: `0/${Object.keys(rt.config.templates).length}`,
+        },
+      })),
     check: (target, ctx) => checkNode(rt, secrets, target.target, ctx),
   };
 }
@@ -52,8 +59,6 @@ async function checkNode(
 ): Promise<CheckAnswer> {
   const { api, config: c } = rt;
   const details = ctx.details;
-  details.isoStorage = c.isoStorage;
-  details.templates = `0/${Object.keys(c.templates).length}`;
   try {
     try {
       details.tokenID = (await readToken(c.tokenFile, secrets)).id;

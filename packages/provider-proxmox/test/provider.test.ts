@@ -847,6 +847,8 @@ describe('cancellation and the Checker', () => {
       ['pv1-1', 'Timeout'],
       ['pv1-2', 'Timeout'],
     ]);
+    // What the config says is there even when nothing was asked.
+    for (const r of results) expect(r.details).toMatchObject({ isoStorage: 'proxy-seeds' });
   });
 
   it('Check: one entry per node in config order', async () => {
