@@ -46,6 +46,7 @@ export {
   MANAGED_VALUE,
   type Mark,
   MarkKey,
+  markedInstances,
   parseMark,
   parseMarkTime,
 } from './marks.js';

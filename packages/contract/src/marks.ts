@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { Instance } from './types.js';
 
 /** Mark keys, as written into labels, metadata or a description. */
 export const MarkKey = {
@@ -135,4 +136,22 @@ export function deletionProblem(
     return `it belongs to UID ${mark.uid}, not ${owner.uid}`;
   }
   return undefined;
+}
+
+/**
+ * The ListByTag answer (contract §2.4) from what a backend listing gave:
+ * the entries whose mark belongs to `installation`, as instances with ID,
+ * UID, creation time and installation, in listing order. Entries without a
+ * mark are left out.
+ */
+export function markedInstances(
+  installation: string,
+  entries: Iterable<{ readonly id: string; readonly mark: Mark | undefined }>,
+): Instance[] {
+  const out: Instance[] = [];
+  for (const { id, mark } of entries) {
+    if (mark === undefined || !belongsTo(mark, installation)) continue;
+    out.push({ id, uid: mark.uid, createdAt: mark.createdAt, installation: mark.installation });
+  }
+  return out;
 }

@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import {
   adoptionProblem,
-  belongsTo,
   type CheckAnswer,
   type CheckContext,
   type CheckedCreateRequest,
@@ -23,6 +22,7 @@ import {
   type Instance,
   idFormat,
   type Logger,
+  markedInstances,
   type OperationContext,
   observeSeam,
   type ProviderDeps,
@@ -256,18 +256,14 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
 
   /** Every state file carrying the installation's mark (ID, UID, creation time). */
   async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
-    const out: Instance[] = [];
-    for (const rec of await this.#seam.listStates(ctx.signal)) {
-      const mark = parseMark(rec.marks);
-      if (mark === undefined || !belongsTo(mark, installation)) continue;
-      out.push({
+    const records = await this.#seam.listStates(ctx.signal);
+    return markedInstances(
+      installation,
+      records.map((rec) => ({
         id: localId.format({ name: rec.name }),
-        uid: mark.uid,
-        createdAt: mark.createdAt,
-        installation: mark.installation,
-      });
-    }
-    return out;
+        mark: parseMark(rec.marks),
+      })),
+    );
   }
 
   /** The Checker: the state folder is writable, the address range is bindable. */

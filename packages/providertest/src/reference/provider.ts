@@ -1,6 +1,5 @@
 import {
   adoptionProblem,
-  belongsTo,
   type CheckAnswer,
   type CheckContext,
   type CheckedCreateRequest,
@@ -17,6 +16,7 @@ import {
   idFormat,
   type Logger,
   type Mark,
+  markedInstances,
   type Operation,
   type OperationContext,
   observeSeam,
@@ -272,18 +272,10 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
 
   async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
     const vms = await this.seam.list(ctx.signal);
-    const out: Instance[] = [];
-    for (const vm of vms) {
-      const mark = this.readMark(vm);
-      if (mark === undefined || !belongsTo(mark, installation)) continue;
-      out.push({
-        id: memoryId.format({ name: vm.name }),
-        uid: mark.uid,
-        createdAt: mark.createdAt,
-        installation: mark.installation,
-      });
-    }
-    return out;
+    return markedInstances(
+      installation,
+      vms.map((vm) => ({ id: memoryId.format({ name: vm.name }), mark: this.readMark(vm) })),
+    );
   }
 
   readonly checker: ImplementationChecker = {

@@ -4,7 +4,6 @@ import {
   classOf,
   counts,
   expectGone,
-  outcome,
   settleWithin,
   type TestContext,
   test,
