@@ -145,7 +145,7 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
 }
 
 /** The per-call budget of state-folder calls in the tests (the harness's `callBudgetMs`). */
-export const CALL_BUDGET_MS = 1_500;
+export const CALL_BUDGET_MS = 3_000;
 
 /** The address range the tests use (away from the default). */
 export const TEST_RANGE = '127.0.3.0/24';
