@@ -270,7 +270,7 @@ export class Engine {
         );
     }
     if (errs.length > 0) throw this.#invalid(t, name, errs);
-    if (t.generation && !deepEqual(nonMetadata(next), nonMetadata(existing)))
+    if (t.generation && scope === 'main' && !deepEqual(nonMetadata(next), nonMetadata(existing)))
       nm.generation = (typeof old.generation === 'number' ? old.generation : 0) + 1;
     if (how.managed === 'update')
       recordUpdate(existing, next, t, {
