@@ -234,6 +234,10 @@ export class Engine {
       next = clone(existing);
       if (obj.status === undefined) delete next.status;
       else next.status = obj.status;
+      if (how.managed === 'keep') {
+        if (m.managedFields === undefined) delete meta(next).managedFields;
+        else meta(next).managedFields = m.managedFields;
+      }
     } else {
       next = obj;
       if (t.statusSubresource) {

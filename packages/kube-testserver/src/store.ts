@@ -56,10 +56,13 @@ export class Store {
     return this.#windowStart;
   }
 
-  /** Forgets the history: watches resuming from any earlier version get 410 Gone. */
+  /**
+   * Forgets the history: a watch resuming from any version issued so far
+   * (the latest included) gets 410 Gone, so its client must list again.
+   */
   expireHistory(): void {
     this.#history.length = 0;
-    this.#windowStart = this.#rv;
+    this.#windowStart = this.#rv + 1;
   }
 
   subscribe(listener: StoreListener): () => void {

@@ -427,7 +427,7 @@ describe('watch', () => {
           apiVersion: 'v1',
           metadata: {},
           status: 'Failure',
-          message: `too old resource version: ${rv} (${server.resourceVersion})`,
+          message: `too old resource version: ${rv} (${Number(server.resourceVersion) + 1})`,
           reason: 'Expired',
           code: 410,
         },
@@ -436,6 +436,8 @@ describe('watch', () => {
   });
 
   it('sends bookmarks only when asked, and ends after timeoutSeconds', async () => {
+    // The window was expired above: a write moves past it.
+    await call(server, 'POST', '/api/v1/namespaces/kube-node-lease/configmaps', { body: { metadata: { name: 'b' } } });
     const rv = server.resourceVersion;
     const quiet = openWatch(server, `/api/v1/namespaces/kube-node-lease/configmaps?watch=true&resourceVersion=${rv}`);
     const chatty = openWatch(
