@@ -1,4 +1,4 @@
-import { badRequest, type FieldError, fieldRequired, fieldNotSupported } from './errors.js';
+import { badRequest, type FieldError, fieldNotSupported, fieldRequired } from './errors.js';
 import { isObject, type JsonObject, type JsonValue, meta, str } from './json.js';
 import {
   AGE_COLUMN,
@@ -264,7 +264,8 @@ function createdAt(o: JsonObject): JsonValue {
 
 const CREATED_AT: Column = {
   ...column('Created At', createdAt, { type: 'date' }),
-  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+  description:
+    'CreationTimestamp is a timestamp representing the server time when this object was created.',
 };
 
 function roleRef(o: JsonObject): JsonValue {
@@ -409,7 +410,10 @@ export function builtinTypes(): ResourceType[] {
       shortNames: ['ev'],
       columns: [
         column('Last Seen', (o, now) => {
-          const ts = o.lastTimestamp ?? o.eventTime ?? (isObject(o.metadata) ? o.metadata.creationTimestamp : null);
+          const ts =
+            o.lastTimestamp ??
+            o.eventTime ??
+            (isObject(o.metadata) ? o.metadata.creationTimestamp : null);
           return typeof ts === 'string' ? ageOf(ts, now) : '<unknown>';
         }),
         column('Type', (o) => o.type ?? ''),

@@ -1,19 +1,16 @@
 import { humanDuration } from './duration.js';
-import {
-  type FieldError,
-  fieldInvalid,
-  fieldNotSupported,
-  fieldRequired,
-} from './errors.js';
-import { evalJsonPath, parseJsonPath } from './jsonpath.js';
+import { type FieldError, fieldInvalid, fieldNotSupported, fieldRequired } from './errors.js';
 import { isObject, type JsonObject, type JsonValue, meta, str, strings } from './json.js';
+import { evalJsonPath, parseJsonPath } from './jsonpath.js';
+import { type Column, NAME_COLUMN, type ResourceType, STANDARD_VERBS } from './resource-type.js';
 import {
-  type Column,
-  NAME_COLUMN,
-  type ResourceType,
-  STANDARD_VERBS,
-} from './resource-type.js';
-import { applyDefaults, asSchema, listMapKeys, prune, type Schema, validateSchema } from './schema.js';
+  applyDefaults,
+  asSchema,
+  listMapKeys,
+  prune,
+  type Schema,
+  validateSchema,
+} from './schema.js';
 import { dns1123Subdomain, pathSegmentName, validateObjectMeta } from './validation.js';
 
 export const CRD_GROUP = 'apiextensions.k8s.io';
@@ -44,7 +41,8 @@ function crdDefaults(obj: JsonObject) {
 }
 
 function structuralErrors(s: Schema, path: string, errs: FieldError[], root: boolean) {
-  const free = s['x-kubernetes-int-or-string'] === true || s['x-kubernetes-preserve-unknown-fields'] === true;
+  const free =
+    s['x-kubernetes-int-or-string'] === true || s['x-kubernetes-preserve-unknown-fields'] === true;
   if ((s.type === undefined || s.type === '') && !free && !root)
     errs.push(fieldRequired(`${path}.type`, 'must not be empty for specified object fields'));
   for (const [k, p] of Object.entries(s.properties ?? {}))
@@ -55,7 +53,8 @@ function structuralErrors(s: Schema, path: string, errs: FieldError[], root: boo
   if (s.default !== undefined && s.properties !== undefined && isObject(s.default)) {
     const copy = structuredClone(s.default) as JsonObject;
     const unknown = prune(copy, s);
-    if (unknown.length > 0) errs.push(fieldInvalid(`${path}.default`, s.default, 'must not have unknown fields'));
+    if (unknown.length > 0)
+      errs.push(fieldInvalid(`${path}.default`, s.default, 'must not have unknown fields'));
   }
 }
 
@@ -68,9 +67,10 @@ function crdValidate(obj: JsonObject, old: JsonObject | undefined): FieldError[]
   const name = str(meta(obj), 'name') ?? '';
   if (group === '') errs.push(fieldRequired('spec.group'));
   else if (!group.includes('.'))
-    errs.push(fieldInvalid('spec.group', group, "should be a domain with at least one dot"));
+    errs.push(fieldInvalid('spec.group', group, 'should be a domain with at least one dot'));
   if (plural === '') errs.push(fieldRequired('spec.names.plural'));
-  if (typeof names.kind !== 'string' || names.kind === '') errs.push(fieldRequired('spec.names.kind'));
+  if (typeof names.kind !== 'string' || names.kind === '')
+    errs.push(fieldRequired('spec.names.kind'));
   if (name !== '' && plural !== '' && group !== '' && name !== `${plural}.${group}`)
     errs.push(fieldInvalid('metadata.name', name, 'must be spec.names.plural+"."+spec.group'));
   const scope = spec.scope;
@@ -79,24 +79,39 @@ function crdValidate(obj: JsonObject, old: JsonObject | undefined): FieldError[]
     else errs.push(fieldNotSupported('spec.scope', scope, ['Cluster', 'Namespaced']));
   }
   const versions = versionsOf(obj);
-  if (versions.length === 0) errs.push(fieldRequired('spec.versions', 'must have exactly one version marked as storage version'));
+  if (versions.length === 0)
+    errs.push(
+      fieldRequired('spec.versions', 'must have exactly one version marked as storage version'),
+    );
   else if (versions.filter((v) => v.storage === true).length !== 1)
-    errs.push(fieldInvalid('spec.versions', '', 'must have exactly one version marked as storage version'));
+    errs.push(
+      fieldInvalid('spec.versions', '', 'must have exactly one version marked as storage version'),
+    );
   versions.forEach((v, i) => {
     const schema = isObject(v.schema) ? v.schema.openAPIV3Schema : undefined;
     if (!isObject(schema)) {
-      errs.push(fieldRequired(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'));
+      errs.push(
+        fieldRequired(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'),
+      );
       return;
     }
     const s = asSchema(schema);
     if (s.type !== 'object')
-      errs.push(fieldInvalid(`spec.versions[${i}].schema.openAPIV3Schema.type`, s.type ?? '', 'must be object at the root'));
+      errs.push(
+        fieldInvalid(
+          `spec.versions[${i}].schema.openAPIV3Schema.type`,
+          s.type ?? '',
+          'must be object at the root',
+        ),
+      );
     structuralErrors(s, `spec.versions[${i}].schema.openAPIV3Schema`, errs, true);
   });
   if (old !== undefined) {
     const oldSpec = isObject(old.spec) ? old.spec : {};
-    if (oldSpec.scope !== spec.scope) errs.push(fieldInvalid('spec.scope', scope, 'field is immutable'));
-    if (oldSpec.group !== spec.group) errs.push(fieldInvalid('spec.group', group, 'field is immutable'));
+    if (oldSpec.scope !== spec.scope)
+      errs.push(fieldInvalid('spec.scope', scope, 'field is immutable'));
+    if (oldSpec.group !== spec.group)
+      errs.push(fieldInvalid('spec.group', group, 'field is immutable'));
   }
   return errs;
 }
@@ -156,7 +171,8 @@ export function crdType(): ResourceType {
         name: 'Created At',
         type: 'date',
         format: '',
-        description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+        description:
+          'CreationTimestamp is a timestamp representing the server time when this object was created.',
         priority: 0,
         cell: (o) => (isObject(o.metadata) ? (o.metadata.creationTimestamp ?? null) : null),
       },
@@ -177,7 +193,8 @@ function printerColumn(def: JsonObject): Column | undefined {
     name: str(def, 'name') ?? '',
     type,
     format: str(def, 'format') ?? '',
-    description: str(def, 'description') ?? `Custom resource definition column (in JSONPath format): ${path}`,
+    description:
+      str(def, 'description') ?? `Custom resource definition column (in JSONPath format): ${path}`,
     priority: typeof def.priority === 'number' ? def.priority : 0,
     cell: (o, now) => {
       const found = evalJsonPath(steps, o);
@@ -258,7 +275,9 @@ export function customResourceTypes(crd: JsonObject): ResourceType[] {
         delete rootless.properties!.metadata;
         delete rootless.properties!.apiVersion;
         delete rootless.properties!.kind;
-        rootless.required = (schema.required ?? []).filter((r) => !['apiVersion', 'kind', 'metadata'].includes(r));
+        rootless.required = (schema.required ?? []).filter(
+          (r) => !['apiVersion', 'kind', 'metadata'].includes(r),
+        );
         validateSchema(body, rootless, '', errs);
         return errs.map((e) => (e.field.startsWith('.') ? { ...e, field: e.field.slice(1) } : e));
       },

@@ -4,7 +4,8 @@ import { groupVersion, type ResourceType } from './resource-type.js';
 
 /** The content type of aggregated discovery (`apidiscovery.k8s.io/v2`). */
 export const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-export const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
+export const AGGREGATED_V2BETA1 =
+  'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
 
 /** Which aggregated discovery version an `Accept` header asks for first, if any. */
 export function aggregatedVersion(accept: string): 'v2' | 'v2beta1' | undefined {
@@ -38,7 +39,9 @@ export function compareVersions(a: string, b: string): number {
 }
 
 function sortedGroupVersions(registry: Registry) {
-  return registry.groupVersions().map((g) => ({ group: g.group, versions: [...g.versions].sort(compareVersions) }));
+  return registry
+    .groupVersions()
+    .map((g) => ({ group: g.group, versions: [...g.versions].sort(compareVersions) }));
 }
 
 const SUBRESOURCE_VERBS = ['get', 'patch', 'update'];
@@ -60,7 +63,11 @@ function resourceDiscovery(t: ResourceType): JsonObject {
 }
 
 /** `GET /api` or `/apis` as aggregated discovery (`APIGroupDiscoveryList`). */
-export function aggregatedDiscovery(registry: Registry, core: boolean, version: 'v2' | 'v2beta1'): JsonObject {
+export function aggregatedDiscovery(
+  registry: Registry,
+  core: boolean,
+  version: 'v2' | 'v2beta1',
+): JsonObject {
   const items: JsonValue[] = [];
   for (const g of sortedGroupVersions(registry)) {
     if ((g.group === '') !== core) continue;
@@ -73,7 +80,12 @@ export function aggregatedDiscovery(registry: Registry, core: boolean, version: 
       })),
     });
   }
-  return { kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items };
+  return {
+    kind: 'APIGroupDiscoveryList',
+    apiVersion: `apidiscovery.k8s.io/${version}`,
+    metadata: {},
+    items,
+  };
 }
 
 /** `GET /api` (legacy): `APIVersions`. */
@@ -104,11 +116,17 @@ export function apiGroupList(registry: Registry): JsonObject {
 /** `GET /apis/<group>`: `APIGroup`, or undefined when the group is not served. */
 export function apiGroupDoc(registry: Registry, group: string): JsonObject | undefined {
   const g = sortedGroupVersions(registry).find((x) => x.group === group && group !== '');
-  return g === undefined ? undefined : { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(g.group, g.versions) };
+  return g === undefined
+    ? undefined
+    : { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(g.group, g.versions) };
 }
 
 /** `GET /api/v1` or `/apis/<group>/<version>`: `APIResourceList`, or undefined when not served. */
-export function apiResourceList(registry: Registry, group: string, version: string): JsonObject | undefined {
+export function apiResourceList(
+  registry: Registry,
+  group: string,
+  version: string,
+): JsonObject | undefined {
   const types = registry.inGroupVersion(group, version);
   if (types.length === 0) return undefined;
   const resources: JsonValue[] = [];
@@ -131,5 +149,10 @@ export function apiResourceList(registry: Registry, group: string, version: stri
         verbs: SUBRESOURCE_VERBS,
       });
   }
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources };
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: groupVersion({ group, version }),
+    resources,
+  };
 }

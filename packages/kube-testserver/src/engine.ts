@@ -16,7 +16,12 @@ import {
 import { apply, recordUpdate, type Scope } from './fieldmanager.js';
 import { clone, deepEqual, isObject, type JsonObject, meta, str, strings } from './json.js';
 import type { Registry } from './registry.js';
-import { groupVersion, type ResourceType, resourceKey, type WriteContext } from './resource-type.js';
+import {
+  groupVersion,
+  type ResourceType,
+  resourceKey,
+  type WriteContext,
+} from './resource-type.js';
 import { objectKey, ownerUids, type Store } from './store.js';
 
 /** Options every write carries (query parameters of the request). */
@@ -40,7 +45,13 @@ export interface DeleteOptions {
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const NS_KEY = '/namespaces';
 const CRD_KEY = `${CRD_GROUP}/customresourcedefinitions`;
-const SYSTEM_META = ['uid', 'creationTimestamp', 'generation', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
+const SYSTEM_META = [
+  'uid',
+  'creationTimestamp',
+  'generation',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+];
 
 function gr(t: ResourceType) {
   return { group: t.group, resource: t.resource };
@@ -88,8 +99,15 @@ export class Engine {
       } else if (meta(e.object).deletionTimestamp !== undefined) {
         const m = meta(e.object);
         const ns = str(m, 'namespace');
-        this.#terminating.set(ref, { resource: e.resource, key: objectKey(ns, str(m, 'name') ?? '') });
-      } else if (e.type === 'MODIFIED' && e.previous !== undefined && meta(e.previous).deletionTimestamp !== undefined) {
+        this.#terminating.set(ref, {
+          resource: e.resource,
+          key: objectKey(ns, str(m, 'name') ?? ''),
+        });
+      } else if (
+        e.type === 'MODIFIED' &&
+        e.previous !== undefined &&
+        meta(e.previous).deletionTimestamp !== undefined
+      ) {
         this.#terminating.delete(ref);
       }
       this.#schedule();
@@ -128,7 +146,9 @@ export class Engine {
         details: { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] },
         code: 422,
       });
-    throw badRequest(`${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: ${message}`);
+    throw badRequest(
+      `${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: ${message}`,
+    );
   }
 
   #namespaceCheck(t: ResourceType, namespace: string, name: string, verb: string) {
@@ -136,7 +156,11 @@ export class Engine {
     const ns = this.store.get(NS_KEY, namespace);
     if (ns === undefined) throw notFound({ group: '', resource: 'namespaces' }, namespace);
     if (verb === 'create' && isObject(ns.metadata) && ns.metadata.deletionTimestamp !== undefined)
-      throw forbidden(gr(t), name, `unable to create new content in namespace ${namespace} because it is being terminated`);
+      throw forbidden(
+        gr(t),
+        name,
+        `unable to create new content in namespace ${namespace} because it is being terminated`,
+      );
   }
 
   #invalid(t: ResourceType, name: string, errs: FieldError[]): StatusError {
@@ -144,18 +168,31 @@ export class Engine {
   }
 
   /** POST: a new object, or 409 AlreadyExists. `fromApply` keeps the managedFields apply computed. */
-  create(t: ResourceType, namespace: string, body: JsonObject, opts: WriteOptions, fromApply = false): JsonObject {
+  create(
+    t: ResourceType,
+    namespace: string,
+    body: JsonObject,
+    opts: WriteOptions,
+    fromApply = false,
+  ): JsonObject {
     const obj = clone(body);
     const m = meta(obj);
     if (t.namespaced) {
       const bodyNs = str(m, 'namespace');
       if (bodyNs !== undefined && bodyNs !== '' && bodyNs !== namespace)
-        throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+        throw badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       m.namespace = namespace;
     } else delete m.namespace;
-    if ((str(m, 'name') ?? '') === '' && typeof m.generateName === 'string' && m.generateName !== '') {
+    if (
+      (str(m, 'name') ?? '') === '' &&
+      typeof m.generateName === 'string' &&
+      m.generateName !== ''
+    ) {
       let suffix = '';
-      for (let i = 0; i < 5; i++) suffix += GENERATE_ALPHABET[Math.floor(Math.random() * GENERATE_ALPHABET.length)];
+      for (let i = 0; i < 5; i++)
+        suffix += GENERATE_ALPHABET[Math.floor(Math.random() * GENERATE_ALPHABET.length)];
       m.name = `${m.generateName}${suffix}`;
     }
     const name = str(m, 'name') ?? '';
@@ -180,7 +217,11 @@ export class Engine {
     const key = objectKey(t.namespaced ? namespace : '', name);
     const existing = this.store.get(resourceKey(t), key);
     if (existing !== undefined)
-      throw alreadyExists(gr(t), name, isObject(existing.metadata) && existing.metadata.deletionTimestamp !== undefined);
+      throw alreadyExists(
+        gr(t),
+        name,
+        isObject(existing.metadata) && existing.metadata.deletionTimestamp !== undefined,
+      );
     if (!fromApply)
       recordUpdate(undefined, obj, t, {
         manager: opts.fieldManager,
@@ -214,11 +255,15 @@ export class Engine {
     const old = meta(existing);
     const bodyName = str(m, 'name');
     if (bodyName !== undefined && bodyName !== name)
-      throw badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`);
+      throw badRequest(
+        `the name of the object (${bodyName}) does not match the name on the URL (${name})`,
+      );
     if (t.namespaced) {
       const bodyNs = str(m, 'namespace');
       if (bodyNs !== undefined && bodyNs !== '' && bodyNs !== namespace)
-        throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+        throw badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
     }
     const rv = str(m, 'resourceVersion') ?? '';
     if (rv === '') {
@@ -264,7 +309,9 @@ export class Engine {
     t.defaults?.(next, ctx);
     const errs = t.validate?.(next, existing) ?? [];
     if (old.deletionTimestamp !== undefined) {
-      const added = strings(nm, 'finalizers').filter((f) => !strings(old, 'finalizers').includes(f));
+      const added = strings(nm, 'finalizers').filter(
+        (f) => !strings(old, 'finalizers').includes(f),
+      );
       if (added.length > 0)
         errs.push(
           fieldForbidden(
@@ -303,17 +350,29 @@ export class Engine {
   ): JsonObject {
     const cfg = clone(applied);
     const m = meta(cfg);
-    if (typeof cfg.apiVersion !== 'string' || cfg.apiVersion === '' || typeof cfg.kind !== 'string' || cfg.kind === '')
+    if (
+      typeof cfg.apiVersion !== 'string' ||
+      cfg.apiVersion === '' ||
+      typeof cfg.kind !== 'string' ||
+      cfg.kind === ''
+    )
       throw badRequest('invalid object type: /, Kind=');
     const bodyName = str(m, 'name');
     if (bodyName !== undefined && bodyName !== name)
-      throw badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`);
+      throw badRequest(
+        `the name of the object (${bodyName}) does not match the name on the URL (${name})`,
+      );
     m.name = name;
     if (t.namespaced) m.namespace = namespace;
     this.#decode(t, cfg, opts);
     const key = objectKey(t.namespaced ? namespace : '', name);
     const existing = this.store.get(resourceKey(t), key);
-    const manager = { manager: opts.fieldManager, apiVersion: groupVersion(t), time: nowTime(), scope };
+    const manager = {
+      manager: opts.fieldManager,
+      apiVersion: groupVersion(t),
+      time: nowTime(),
+      scope,
+    };
     const noDecode: WriteOptions = { ...opts, fieldValidation: 'Ignore' };
     if (existing === undefined) {
       if (scope === 'status') throw notFound(gr(t), name);
@@ -325,8 +384,12 @@ export class Engine {
     const merged = apply(existing, cfg, t, manager, force);
     const mm = meta(merged);
     const rv = str(m, 'resourceVersion');
-    mm.resourceVersion = rv !== undefined && rv !== '' ? rv : (str(meta(existing), 'resourceVersion') ?? '');
-    return this.write(t, namespace, name, merged, noDecode, scope, { requireVersion: false, managed: 'keep' });
+    mm.resourceVersion =
+      rv !== undefined && rv !== '' ? rv : (str(meta(existing), 'resourceVersion') ?? '');
+    return this.write(t, namespace, name, merged, noDecode, scope, {
+      requireVersion: false,
+      managed: 'keep',
+    });
   }
 
   #finalizers(t: ResourceType, o: JsonObject): string[] {
@@ -339,14 +402,23 @@ export class Engine {
    * DELETE: removes the object, or, while it has finalizers, sets
    * `deletionTimestamp` and leaves it for whoever owns the finalizers.
    */
-  delete(t: ResourceType, namespace: string, name: string, opts: DeleteOptions): { object: JsonObject; deleted: boolean } {
+  delete(
+    t: ResourceType,
+    namespace: string,
+    name: string,
+    opts: DeleteOptions,
+  ): { object: JsonObject; deleted: boolean } {
     const key = objectKey(t.namespaced ? namespace : '', name);
     const existing = this.store.get(resourceKey(t), key);
     if (existing === undefined) throw notFound(gr(t), name);
     const m = meta(existing);
     const pre = opts.preconditions;
     if (pre?.uid !== undefined && pre.uid !== m.uid)
-      throw conflict(gr(t), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(m.uid ?? '')}`);
+      throw conflict(
+        gr(t),
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(m.uid ?? '')}`,
+      );
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== m.resourceVersion)
       throw conflict(
         gr(t),
@@ -364,7 +436,8 @@ export class Engine {
     if (this.#finalizers(t, next).length > 0) {
       nm.deletionTimestamp = nowTime();
       nm.deletionGracePeriodSeconds = 0;
-      if (resourceKey(t) === NS_KEY) next.status = { ...(isObject(next.status) ? next.status : {}), phase: 'Terminating' };
+      if (resourceKey(t) === NS_KEY)
+        next.status = { ...(isObject(next.status) ? next.status : {}), phase: 'Terminating' };
       if (opts.dryRun) return { object: next, deleted: false };
       return { object: clone(this.store.put(resourceKey(t), key, next)), deleted: false };
     }
@@ -407,7 +480,13 @@ export class Engine {
   #pass(): boolean {
     let changed = false;
     const types = this.registry.byKey();
-    const system: WriteOptions = { fieldManager: '', dryRun: false, fieldValidation: 'Ignore', warnings: [], verb: 'update' };
+    const system: WriteOptions = {
+      fieldManager: '',
+      dryRun: false,
+      fieldValidation: 'Ignore',
+      warnings: [],
+      verb: 'update',
+    };
     const del = (t: ResourceType, o: JsonObject) => {
       const m = meta(o);
       if (m.deletionTimestamp !== undefined) return;
@@ -464,7 +543,11 @@ export class Engine {
           if (deps.length === 0) dropFinalizer(key, o, 'foregroundDeletion');
         }
         // Namespace controller: empty the namespace, then release it.
-        if (key === NS_KEY && isObject(o.spec) && strings(o.spec, 'finalizers').includes('kubernetes')) {
+        if (
+          key === NS_KEY &&
+          isObject(o.spec) &&
+          strings(o.spec, 'finalizers').includes('kubernetes')
+        ) {
           const ns = str(m, 'name') ?? '';
           let remaining = 0;
           for (const [k, ct] of types) {

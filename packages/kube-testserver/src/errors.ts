@@ -85,7 +85,11 @@ export function alreadyExists(gr: GroupResource, name: string, beingDeleted = fa
 export const OPTIMISTIC_LOCK_MESSAGE =
   'the object has been modified; please apply your changes to the latest version and try again';
 
-export function conflict(gr: GroupResource, name: string, why = OPTIMISTIC_LOCK_MESSAGE): StatusError {
+export function conflict(
+  gr: GroupResource,
+  name: string,
+  why = OPTIMISTIC_LOCK_MESSAGE,
+): StatusError {
   return new StatusError({
     message: `Operation cannot be fulfilled on ${qualified(gr)} "${name}": ${why}`,
     reason: 'Conflict',
@@ -185,7 +189,11 @@ export function fieldRequired(field: string, detail = ''): FieldError {
   };
 }
 
-export function fieldNotSupported(field: string, value: unknown, supported: readonly unknown[]): FieldError {
+export function fieldNotSupported(
+  field: string,
+  value: unknown,
+  supported: readonly unknown[],
+): FieldError {
   return {
     field,
     reason: 'FieldValueNotSupported',
@@ -218,7 +226,12 @@ function goValue(v: unknown): string {
 }
 
 /** 422 Invalid, as `apierrors.NewInvalid`: `Kind.group "name" is invalid: [errors]`. */
-export function invalid(group: string, kind: string, name: string, errors: readonly FieldError[]): StatusError {
+export function invalid(
+  group: string,
+  kind: string,
+  name: string,
+  errors: readonly FieldError[],
+): StatusError {
   const gk = group === '' ? kind : `${kind}.${group}`;
   const rendered = errors.map((e) => (e.field === '' ? e.body : `${e.field}: ${e.body}`));
   const agg =

@@ -38,7 +38,13 @@ export function matches(filter: RequestFilter | undefined, r: RequestRecord): bo
 }
 
 /** The verbs that write. */
-export const WRITE_VERBS: readonly string[] = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+export const WRITE_VERBS: readonly string[] = [
+  'create',
+  'update',
+  'patch',
+  'delete',
+  'deletecollection',
+];
 
 interface Delay {
   readonly ms: number;
@@ -111,12 +117,28 @@ export class RequestCounters {
   }
 
   /** Counts grouped by verb, group, resource and subresource, most frequent first. */
-  summary(): { verb: string; group: string; resource: string; subresource: string; count: number }[] {
-    const m = new Map<string, { verb: string; group: string; resource: string; subresource: string; count: number }>();
+  summary(): {
+    verb: string;
+    group: string;
+    resource: string;
+    subresource: string;
+    count: number;
+  }[] {
+    const m = new Map<
+      string,
+      { verb: string; group: string; resource: string; subresource: string; count: number }
+    >();
     for (const r of this.#records) {
       const k = `${r.verb}|${r.group}|${r.resource}|${r.subresource}`;
       const e = m.get(k);
-      if (e === undefined) m.set(k, { verb: r.verb, group: r.group, resource: r.resource, subresource: r.subresource, count: 1 });
+      if (e === undefined)
+        m.set(k, {
+          verb: r.verb,
+          group: r.group,
+          resource: r.resource,
+          subresource: r.subresource,
+          count: 1,
+        });
       else e.count++;
     }
     return [...m.values()].sort((a, b) => b.count - a.count);

@@ -67,7 +67,8 @@ export function fieldsOf(obj: JsonObject, shape: Shape, scope: Scope): FieldSet 
 
 function walk(v: JsonValue, path: PathElement[], dotted: string, shape: Shape, set: FieldSet) {
   if (isObject(v) && Object.keys(v).length > 0) {
-    for (const [k, x] of Object.entries(v)) walk(x, [...path, `f:${k}`], `${dotted}.${k}`, shape, set);
+    for (const [k, x] of Object.entries(v))
+      walk(x, [...path, `f:${k}`], `${dotted}.${k}`, shape, set);
     return;
   }
   const keys = shape.listMapKeys[dotted];
@@ -76,7 +77,8 @@ function walk(v: JsonValue, path: PathElement[], dotted: string, shape: Shape, s
       if (!isObject(item)) continue;
       const itemPath = [...path, keyOf(item, keys)];
       add(set, itemPath);
-      for (const [k, x] of Object.entries(item)) walk(x, [...itemPath, `f:${k}`], `${dotted}.${k}`, shape, set);
+      for (const [k, x] of Object.entries(item))
+        walk(x, [...itemPath, `f:${k}`], `${dotted}.${k}`, shape, set);
     }
     return;
   }
@@ -133,7 +135,8 @@ export function printPath(path: FieldPath): string {
 export function toFieldsV1(set: FieldSet): JsonObject {
   const root: JsonObject = {};
   const prefixes = new Set<string>();
-  for (const path of set.values()) for (let i = 1; i < path.length; i++) prefixes.add(JSON.stringify(path.slice(0, i)));
+  for (const path of set.values())
+    for (let i = 1; i < path.length; i++) prefixes.add(JSON.stringify(path.slice(0, i)));
   for (const [key, path] of set) {
     let node = root;
     for (const el of path) {
@@ -150,7 +153,11 @@ export function toFieldsV1(set: FieldSet): JsonObject {
 }
 
 /** The paths of FieldsV1 JSON. */
-export function fromFieldsV1(fields: JsonValue | undefined, prefix: PathElement[] = [], set: FieldSet = new Map()): FieldSet {
+export function fromFieldsV1(
+  fields: JsonValue | undefined,
+  prefix: PathElement[] = [],
+  set: FieldSet = new Map(),
+): FieldSet {
   if (!isObject(fields)) return set;
   for (const [k, v] of Object.entries(fields)) {
     if (k === '.') {
@@ -211,7 +218,12 @@ function writeEntries(obj: JsonObject, entries: ManagedFieldsEntry[]) {
   }));
 }
 
-function sameIdentity(e: ManagedFieldsEntry, manager: string, operation: string, subresource: string | undefined) {
+function sameIdentity(
+  e: ManagedFieldsEntry,
+  manager: string,
+  operation: string,
+  subresource: string | undefined,
+) {
   return e.manager === manager && e.operation === operation && e.subresource === subresource;
 }
 
@@ -228,12 +240,18 @@ export interface Manager {
  * the fields it changed go to the manager's `Update` entry and leave every
  * other entry (updates never conflict).
  */
-export function recordUpdate(prev: JsonObject | undefined, next: JsonObject, shape: Shape, m: Manager): void {
+export function recordUpdate(
+  prev: JsonObject | undefined,
+  next: JsonObject,
+  shape: Shape,
+  m: Manager,
+): void {
   const entries = readEntries(prev);
   const before = prev === undefined ? new Map<string, FieldPath>() : fieldsOf(prev, shape, m.scope);
   const after = fieldsOf(next, shape, m.scope);
   const changed: FieldSet = new Map();
-  for (const [k, p] of after) if (!before.has(k) || !deepEqual(valueAt(prev, p), valueAt(next, p))) changed.set(k, p);
+  for (const [k, p] of after)
+    if (!before.has(k) || !deepEqual(valueAt(prev, p), valueAt(next, p))) changed.set(k, p);
   const removed = [...before.keys()].filter((k) => !after.has(k));
   const subresource = m.scope === 'status' ? 'status' : undefined;
   for (const e of entries) {
@@ -260,10 +278,16 @@ export function recordUpdate(prev: JsonObject | undefined, next: JsonObject, sha
   writeEntries(next, entries);
 }
 
-function mergeApplied(live: JsonValue | undefined, applied: JsonValue, dotted: string, shape: Shape): JsonValue {
+function mergeApplied(
+  live: JsonValue | undefined,
+  applied: JsonValue,
+  dotted: string,
+  shape: Shape,
+): JsonValue {
   if (isObject(applied)) {
     const out: JsonObject = isObject(live) ? { ...live } : {};
-    for (const [k, v] of Object.entries(applied)) out[k] = mergeApplied(out[k], v, dotted === '' ? k : `${dotted}.${k}`, shape);
+    for (const [k, v] of Object.entries(applied))
+      out[k] = mergeApplied(out[k], v, dotted === '' ? k : `${dotted}.${k}`, shape);
     return out;
   }
   const keys = shape.listMapKeys[dotted];
@@ -320,13 +344,16 @@ export function apply(
     dropped.sort((a, b) => b[1].length - a[1].length);
     for (const [k, p] of dropped) {
       const ownedElsewhere = entries.some(
-        (e) => e !== previous && [...e.fields.keys()].some((o) => o === k || o.startsWith(`${k.slice(0, -1)},`)),
+        (e) =>
+          e !== previous &&
+          [...e.fields.keys()].some((o) => o === k || o.startsWith(`${k.slice(0, -1)},`)),
       );
       if (!ownedElsewhere) removeAt(merged, p);
     }
   }
   const rest = entries.filter((e) => e !== previous);
-  for (const e of rest) if (e.operation === 'Update') for (const k of mine.keys()) e.fields.delete(k);
+  for (const e of rest)
+    if (e.operation === 'Update') for (const k of mine.keys()) e.fields.delete(k);
   rest.push({
     manager: m.manager,
     operation: 'Apply',
@@ -341,7 +368,10 @@ export function apply(
 }
 
 function printManager(e: ManagedFieldsEntry): string {
-  const name = e.subresource === undefined ? JSON.stringify(e.manager) : `${JSON.stringify(e.manager)} with subresource ${JSON.stringify(e.subresource)}`;
+  const name =
+    e.subresource === undefined
+      ? JSON.stringify(e.manager)
+      : `${JSON.stringify(e.manager)} with subresource ${JSON.stringify(e.subresource)}`;
   return e.operation === 'Update' ? `${name} using ${e.apiVersion} at ${e.time}` : name;
 }
 

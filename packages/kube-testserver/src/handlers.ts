@@ -11,7 +11,7 @@ import {
   apiResourceList,
   apiVersions,
 } from './discovery.js';
-import { type DeleteOptions, type Engine, type WriteOptions } from './engine.js';
+import type { DeleteOptions, Engine, WriteOptions } from './engine.js';
 import {
   badRequest,
   conflict,
@@ -32,7 +32,7 @@ import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 import { authorize, forbiddenMessage, type User } from './rbac.js';
 import type { Registry } from './registry.js';
 import { groupVersion, type ResourceType, resourceKey } from './resource-type.js';
-import { parseFieldSelector, parseLabelSelector, type Predicate } from './selectors.js';
+import { type Predicate, parseFieldSelector, parseLabelSelector } from './selectors.js';
 import type { Store } from './store.js';
 import { parseIncludeObject, toPartial, toTable } from './table.js';
 import { type OpenWatch, serveWatch } from './watch.js';
@@ -51,14 +51,22 @@ export interface ServerContext {
   readonly counters: RequestCounters;
 }
 
-const ANONYMOUS: User = { name: 'system:anonymous', groups: ['system:unauthenticated'], admin: false };
+const ANONYMOUS: User = {
+  name: 'system:anonymous',
+  groups: ['system:unauthenticated'],
+  admin: false,
+};
 const PATCH_TYPES_BUILTIN = [
   'application/json-patch+json',
   'application/merge-patch+json',
   'application/strategic-merge-patch+json',
   'application/apply-patch+yaml',
 ];
-const PATCH_TYPES_CUSTOM = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];
+const PATCH_TYPES_CUSTOM = [
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/apply-patch+yaml',
+];
 
 interface Parsed {
   readonly record: RequestRecord;
@@ -68,9 +76,20 @@ interface Parsed {
 
 /** Splits a path into the request attributes, as the real server's `RequestInfoFactory`. */
 function parsePath(method: string, url: URL): Parsed {
-  const parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  const parts = url.pathname
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeURIComponent);
   const nonResource = (): Parsed => ({
-    record: { verb: method.toLowerCase(), group: '', resource: '', subresource: '', namespace: '', name: '', path: url.pathname },
+    record: {
+      verb: method.toLowerCase(),
+      group: '',
+      resource: '',
+      subresource: '',
+      namespace: '',
+      name: '',
+      path: url.pathname,
+    },
     resourceRequest: false,
     version: '',
   });
@@ -136,7 +155,13 @@ function commonHeaders(): Record<string, string> {
   return { 'Audit-Id': randomUUID(), 'Cache-Control': 'no-cache, private' };
 }
 
-function send(res: ServerResponse, code: number, body: JsonValue, headers: Record<string, string> = {}, warnings: readonly string[] = []) {
+function send(
+  res: ServerResponse,
+  code: number,
+  body: JsonValue,
+  headers: Record<string, string> = {},
+  warnings: readonly string[] = [],
+) {
   const text = JSON.stringify(body);
   const h: Record<string, string | string[]> = {
     ...commonHeaders(),
@@ -149,15 +174,22 @@ function send(res: ServerResponse, code: number, body: JsonValue, headers: Recor
 }
 
 function sendError(res: ServerResponse, e: unknown) {
-  const err = e instanceof StatusError ? e : internalError(e instanceof Error ? e.message : String(e));
+  const err =
+    e instanceof StatusError ? e : internalError(e instanceof Error ? e.message : String(e));
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  send(res, err.code, err.status as unknown as JsonValue, { ...err.headers, 'X-Content-Type-Options': 'nosniff' });
+  send(res, err.code, err.status as unknown as JsonValue, {
+    ...err.headers,
+    'X-Content-Type-Options': 'nosniff',
+  });
 }
 
-type Rendering = { as: 'object' } | { as: 'table'; apiVersion: string } | { as: 'partial'; apiVersion: string };
+type Rendering =
+  | { as: 'object' }
+  | { as: 'table'; apiVersion: string }
+  | { as: 'partial'; apiVersion: string };
 
 /** What the `Accept` header asks for: JSON objects, a Table, or PartialObjectMetadata. */
 function negotiate(accept: string | undefined): Rendering {
@@ -188,7 +220,11 @@ function negotiate(accept: string | undefined): Rendering {
 }
 
 /** Handles one HTTP request end to end. */
-export async function handleRequest(ctx: ServerContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleRequest(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   try {
     const url = new URL(req.url ?? '/', 'https://localhost');
     const method = req.method ?? 'GET';
@@ -200,7 +236,11 @@ export async function handleRequest(ctx: ServerContext, req: IncomingMessage, re
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     const failure = ctx.faults.takeFailure(record);
     if (failure !== undefined)
-      throw new StatusError({ message: failure.message, reason: failure.reason, code: failure.status });
+      throw new StatusError({
+        message: failure.message,
+        reason: failure.reason,
+        code: failure.status,
+      });
 
     const auth = req.headers.authorization;
     let user = ANONYMOUS;
@@ -231,7 +271,10 @@ export async function handleRequest(ctx: ServerContext, req: IncomingMessage, re
     if (!parsed.resourceRequest) return serveNonResource(ctx, req, res, url);
     if (ctx.faults.takeConflict(record)) {
       const t = ctx.registry.find(record.group, parsed.version, record.resource);
-      throw conflict({ group: record.group, resource: t?.resource ?? record.resource }, record.name === '' ? 'unknown' : record.name);
+      throw conflict(
+        { group: record.group, resource: t?.resource ?? record.resource },
+        record.name === '' ? 'unknown' : record.name,
+      );
     }
     await serveResource(ctx, req, res, url, parsed, body);
   } catch (e) {
@@ -243,17 +286,32 @@ function serveNonResource(ctx: ServerContext, req: IncomingMessage, res: ServerR
   const path = url.pathname.replace(/\/+$/, '') || '/';
   const accept = req.headers.accept ?? '';
   const notFoundPage = () => {
-    res.writeHead(404, { ...commonHeaders(), 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(404, {
+      ...commonHeaders(),
+      'Content-Type': 'text/plain; charset=utf-8',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end('404 page not found\n');
   };
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    return sendError(res, new StatusError({ message: 'the server does not allow this method on the requested resource', reason: 'MethodNotAllowed', code: 405 }));
+    return sendError(
+      res,
+      new StatusError({
+        message: 'the server does not allow this method on the requested resource',
+        reason: 'MethodNotAllowed',
+        code: 405,
+      }),
+    );
   }
   switch (path) {
     case '/healthz':
     case '/livez':
     case '/readyz':
-      res.writeHead(200, { ...commonHeaders(), 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+      res.writeHead(200, {
+        ...commonHeaders(),
+        'Content-Type': 'text/plain; charset=utf-8',
+        'X-Content-Type-Options': 'nosniff',
+      });
       res.end('ok');
       return;
     case '/version':
@@ -277,7 +335,9 @@ function serveNonResource(ctx: ServerContext, req: IncomingMessage, res: ServerR
           'Content-Type': v === 'v2' ? AGGREGATED_V2 : AGGREGATED_V2BETA1,
           Vary: 'Accept',
         });
-      return send(res, 200, core ? apiVersions(ctx.serverAddress()) : apiGroupList(ctx.registry), { Vary: 'Accept' });
+      return send(res, 200, core ? apiVersions(ctx.serverAddress()) : apiGroupList(ctx.registry), {
+        Vary: 'Accept',
+      });
     }
     case '/openapi/v3':
       return send(res, 200, openapiRoot(ctx.registry, ctx.version.gitVersion));
@@ -301,7 +361,10 @@ function serveNonResource(ctx: ServerContext, req: IncomingMessage, res: ServerR
     if (group !== undefined && version !== undefined) {
       const doc = groupVersionDocument(ctx.registry, group, version, ctx.version.gitVersion);
       if (doc !== undefined)
-        return send(res, 200, doc, { 'Cache-Control': 'public, immutable', Etag: `"${url.searchParams.get('hash') ?? ''}"` });
+        return send(res, 200, doc, {
+          'Cache-Control': 'public, immutable',
+          Etag: `"${url.searchParams.get('hash') ?? ''}"`,
+        });
     }
   }
   return notFoundPage();
@@ -323,10 +386,14 @@ function parseBody(req: IncomingMessage, body: Buffer, t: ResourceType): JsonObj
   if (type === 'application/json' || type === '' || type === '*/*') v = parseJson(body, t);
   else if (type === 'application/yaml') v = parseYaml(body.toString('utf8')) as JsonValue;
   else throw unsupportedMediaType(['application/json', 'application/yaml']);
-  if (!isObject(v)) throw badRequest(`Object 'Kind' is missing in '${body.toString('utf8').slice(0, 100)}'`);
+  if (!isObject(v))
+    throw badRequest(`Object 'Kind' is missing in '${body.toString('utf8').slice(0, 100)}'`);
   const kind = v.kind;
   const apiVersion = v.apiVersion;
-  if ((typeof kind === 'string' && kind !== '' && kind !== t.kind) || (typeof apiVersion === 'string' && apiVersion !== '' && apiVersion !== groupVersion(t))) {
+  if (
+    (typeof kind === 'string' && kind !== '' && kind !== t.kind) ||
+    (typeof apiVersion === 'string' && apiVersion !== '' && apiVersion !== groupVersion(t))
+  ) {
     throw badRequest(
       `the API version in the data (${String(apiVersion ?? '')}) does not match the expected API version (${groupVersion(t)})`,
     );
@@ -334,14 +401,21 @@ function parseBody(req: IncomingMessage, body: Buffer, t: ResourceType): JsonObj
   return v;
 }
 
-function writeOptions(url: URL, verb: WriteOptions['verb'], userAgent: string | undefined): WriteOptions {
+function writeOptions(
+  url: URL,
+  verb: WriteOptions['verb'],
+  userAgent: string | undefined,
+): WriteOptions {
   const fv = url.searchParams.get('fieldValidation');
   if (fv !== null && fv !== 'Strict' && fv !== 'Warn' && fv !== 'Ignore')
-    throw badRequest(`fieldValidation: Unsupported value: "${fv}": supported values: "Ignore", "Strict", "Warn"`);
+    throw badRequest(
+      `fieldValidation: Unsupported value: "${fv}": supported values: "Ignore", "Strict", "Warn"`,
+    );
   const dryRun = url.searchParams.getAll('dryRun');
   for (const d of dryRun)
     if (d !== 'All') throw badRequest(`dryRun: Unsupported value: "${d}": supported values: "All"`);
-  const manager = url.searchParams.get('fieldManager') ?? (userAgent ?? '').split('/')[0]!.slice(0, 128);
+  const manager =
+    url.searchParams.get('fieldManager') ?? (userAgent ?? '').split('/')[0]!.slice(0, 128);
   return {
     fieldManager: manager,
     dryRun: dryRun.length > 0,
@@ -365,11 +439,16 @@ function withTypeMeta(t: ResourceType, o: JsonObject): JsonObject {
 
 function render(t: ResourceType, o: JsonObject, r: Rendering, url: URL): JsonValue {
   if (r.as === 'table')
-    return toTable(t, [o], { resourceVersion: str(meta(o), 'resourceVersion') ?? '' }, {
-      includeObject: parseIncludeObject(url.searchParams.get('includeObject')),
-      noHeaders: false,
-      apiVersion: r.apiVersion,
-    });
+    return toTable(
+      t,
+      [o],
+      { resourceVersion: str(meta(o), 'resourceVersion') ?? '' },
+      {
+        includeObject: parseIncludeObject(url.searchParams.get('includeObject')),
+        noHeaders: false,
+        apiVersion: r.apiVersion,
+      },
+    );
   if (r.as === 'partial') return toPartial(o, r.apiVersion);
   return o;
 }
@@ -380,16 +459,21 @@ interface ContinueToken {
 }
 
 function encodeContinue(rv: number, start: string): string {
-  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `${start}\u0000` })).toString('base64');
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `${start}\u0000` })).toString(
+    'base64',
+  );
 }
 
 function decodeContinue(token: string): ContinueToken {
   try {
     const v = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as JsonObject;
-    if (v.v !== 'meta.k8s.io/v1' || typeof v.rv !== 'number' || typeof v.start !== 'string') throw new Error('bad');
-    return { rv: v.rv, start: v.start.replace(/\u0000$/, '') };
+    if (v.v !== 'meta.k8s.io/v1' || typeof v.rv !== 'number' || typeof v.start !== 'string')
+      throw new Error('bad');
+    return { rv: v.rv, start: v.start.endsWith('\u0000') ? v.start.slice(0, -1) : v.start };
   } catch {
-    throw badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+    throw badRequest(
+      'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)',
+    );
   }
 }
 
@@ -399,16 +483,27 @@ function deleteOptions(url: URL, body: Buffer): DeleteOptions {
     const v = JSON.parse(body.toString('utf8')) as JsonValue;
     if (isObject(v)) o = v;
   }
-  const policy = url.searchParams.get('propagationPolicy') ?? (typeof o.propagationPolicy === 'string' ? o.propagationPolicy : undefined);
-  const orphan = url.searchParams.get('orphanDependents') ?? (typeof o.orphanDependents === 'boolean' ? String(o.orphanDependents) : undefined);
-  if (policy !== undefined && policy !== 'Orphan' && policy !== 'Background' && policy !== 'Foreground')
+  const policy =
+    url.searchParams.get('propagationPolicy') ??
+    (typeof o.propagationPolicy === 'string' ? o.propagationPolicy : undefined);
+  const orphan =
+    url.searchParams.get('orphanDependents') ??
+    (typeof o.orphanDependents === 'boolean' ? String(o.orphanDependents) : undefined);
+  if (
+    policy !== undefined &&
+    policy !== 'Orphan' &&
+    policy !== 'Background' &&
+    policy !== 'Foreground'
+  )
     throw new StatusError({
       message: `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan", "nil"`,
       reason: 'Invalid',
       code: 422,
     });
   const pre = isObject(o.preconditions) ? o.preconditions : {};
-  const dryRun = url.searchParams.getAll('dryRun').length > 0 || (Array.isArray(o.dryRun) && o.dryRun.length > 0);
+  const dryRun =
+    url.searchParams.getAll('dryRun').length > 0 ||
+    (Array.isArray(o.dryRun) && o.dryRun.length > 0);
   return {
     ...(policy !== undefined
       ? { propagationPolicy: policy }
@@ -434,14 +529,22 @@ async function serveResource(
   const r = parsed.record;
   const t = ctx.registry.find(r.group, parsed.version, r.resource);
   if (t === undefined) {
-    res.writeHead(404, { ...commonHeaders(), 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(404, {
+      ...commonHeaders(),
+      'Content-Type': 'text/plain; charset=utf-8',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end('404 page not found\n');
     return;
   }
   const g = { group: t.group, resource: t.resource };
   const namespace = t.namespaced ? r.namespace : '';
   if (t.namespaced && r.resource === 'namespaces') throw notFound(g, r.name);
-  if (r.subresource !== '' && !(r.subresource === 'status' && t.statusSubresource) && !(t.resource === 'namespaces' && r.subresource === 'finalize'))
+  if (
+    r.subresource !== '' &&
+    !(r.subresource === 'status' && t.statusSubresource) &&
+    !(t.resource === 'namespaces' && r.subresource === 'finalize')
+  )
     throw notFound(g, r.name);
   const scope = r.subresource === 'status' ? 'status' : 'main';
   const rendering = negotiate(req.headers.accept);
@@ -461,13 +564,22 @@ async function serveResource(
           namespace,
           predicate: predicateFor(url, t),
           resourceVersion: url.searchParams.get('resourceVersion') ?? '',
-          timeoutSeconds: url.searchParams.has('timeoutSeconds') ? Number(url.searchParams.get('timeoutSeconds')) : undefined,
+          timeoutSeconds: url.searchParams.has('timeoutSeconds')
+            ? Number(url.searchParams.get('timeoutSeconds'))
+            : undefined,
           allowBookmarks: url.searchParams.get('allowWatchBookmarks') === 'true',
           sendInitialEvents: url.searchParams.get('sendInitialEvents') === 'true',
-          table: rendering.as === 'table' ? { includeObject: parseIncludeObject(url.searchParams.get('includeObject')) } : undefined,
+          table:
+            rendering.as === 'table'
+              ? { includeObject: parseIncludeObject(url.searchParams.get('includeObject')) }
+              : undefined,
         },
         res,
-        { bookmarkIntervalMs: ctx.bookmarkIntervalMs, open: ctx.openWatches, headers: commonHeaders() },
+        {
+          bookmarkIntervalMs: ctx.bookmarkIntervalMs,
+          open: ctx.openWatches,
+          headers: commonHeaders(),
+        },
       );
       return;
     case 'create': {
@@ -480,7 +592,10 @@ async function serveResource(
     case 'update': {
       const opts = writeOptions(url, 'update', ua);
       const obj = parseBody(req, body, t);
-      const updated = ctx.engine.write(t, namespace, r.name, obj, opts, scope, { requireVersion: true, managed: 'update' });
+      const updated = ctx.engine.write(t, namespace, r.name, obj, opts, scope, {
+        requireVersion: true,
+        managed: 'update',
+      });
       return send(res, 200, render(t, updated, rendering, url), {}, opts.warnings);
     }
     case 'patch':
@@ -511,10 +626,18 @@ async function serveResource(
       const opts = deleteOptions(url, body);
       const pred = predicateFor(url, t);
       const items: JsonValue[] = [];
-      for (const { object } of ctx.store.list(resourceKey(t), t.namespaced ? namespace : undefined)) {
+      for (const { object } of ctx.store.list(
+        resourceKey(t),
+        t.namespaced ? namespace : undefined,
+      )) {
         if (!pred(object)) continue;
         const m = meta(object);
-        const { object: gone } = ctx.engine.delete(t, str(m, 'namespace') ?? '', str(m, 'name') ?? '', opts);
+        const { object: gone } = ctx.engine.delete(
+          t,
+          str(m, 'namespace') ?? '',
+          str(m, 'name') ?? '',
+          opts,
+        );
         items.push(gone);
       }
       return send(res, 200, {
@@ -529,7 +652,14 @@ async function serveResource(
   }
 }
 
-function serveList(ctx: ServerContext, t: ResourceType, namespace: string, url: URL, rendering: Rendering, res: ServerResponse) {
+function serveList(
+  ctx: ServerContext,
+  t: ResourceType,
+  namespace: string,
+  url: URL,
+  rendering: Rendering,
+  res: ServerResponse,
+) {
   const pred = predicateFor(url, t);
   const limitParam = url.searchParams.get('limit');
   const limit = limitParam === null ? 0 : Number(limitParam);
@@ -564,17 +694,24 @@ function serveList(ctx: ServerContext, t: ResourceType, namespace: string, url: 
   const selectors = url.searchParams.has('labelSelector') || url.searchParams.has('fieldSelector');
   const listMeta: JsonObject = {
     resourceVersion: String(rv),
-    ...(next === undefined ? {} : { continue: next, ...(selectors ? {} : { remainingItemCount: remaining }) }),
+    ...(next === undefined
+      ? {}
+      : { continue: next, ...(selectors ? {} : { remainingItemCount: remaining }) }),
   };
   if (rendering.as === 'table') {
     return send(
       res,
       200,
-      toTable(t, items.map((o) => withTypeMeta(t, o)), listMeta, {
-        includeObject: parseIncludeObject(url.searchParams.get('includeObject')),
-        noHeaders: false,
-        apiVersion: rendering.apiVersion,
-      }),
+      toTable(
+        t,
+        items.map((o) => withTypeMeta(t, o)),
+        listMeta,
+        {
+          includeObject: parseIncludeObject(url.searchParams.get('includeObject')),
+          noHeaders: false,
+          apiVersion: rendering.apiVersion,
+        },
+      ),
     );
   }
   if (rendering.as === 'partial') {
@@ -585,8 +722,15 @@ function serveList(ctx: ServerContext, t: ResourceType, namespace: string, url: 
       items: items.map((o) => toPartial(o, rendering.apiVersion)),
     });
   }
-  const out = t.custom ? items.map((o) => withTypeMeta(t, o)) : items.map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
-  return send(res, 200, { kind: t.listKind, apiVersion: groupVersion(t), metadata: listMeta, items: out });
+  const out = t.custom
+    ? items.map((o) => withTypeMeta(t, o))
+    : items.map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+  return send(res, 200, {
+    kind: t.listKind,
+    apiVersion: groupVersion(t),
+    metadata: listMeta,
+    items: out,
+  });
 }
 
 function servePatch(
@@ -607,11 +751,25 @@ function servePatch(
   const opts = writeOptions(url, 'patch', req.headers['user-agent']);
   const forceParam = url.searchParams.get('force');
   if (type === 'application/apply-patch+yaml') {
-    if (url.searchParams.get('fieldManager') === null || url.searchParams.get('fieldManager') === '')
+    if (
+      url.searchParams.get('fieldManager') === null ||
+      url.searchParams.get('fieldManager') === ''
+    )
       throw new StatusError({
-        message: 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        message:
+          'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
         reason: 'Invalid',
-        details: { group: 'meta.k8s.io', kind: 'PatchOptions', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] },
+        details: {
+          group: 'meta.k8s.io',
+          kind: 'PatchOptions',
+          causes: [
+            {
+              reason: 'FieldValueRequired',
+              message: 'Required value: is required for apply patch',
+              field: 'fieldManager',
+            },
+          ],
+        },
         code: 422,
       });
     let applied: JsonValue;
@@ -620,14 +778,17 @@ function servePatch(
     } catch (e) {
       throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`);
     }
-    if (!isObject(applied)) throw badRequest('error decoding YAML: the applied configuration is not an object');
-    const existed = ctx.store.get(resourceKey(t), t.namespaced ? `${namespace}/${name}` : name) !== undefined;
+    if (!isObject(applied))
+      throw badRequest('error decoding YAML: the applied configuration is not an object');
+    const existed =
+      ctx.store.get(resourceKey(t), t.namespaced ? `${namespace}/${name}` : name) !== undefined;
     const out = ctx.engine.apply(t, namespace, name, applied, opts, scope, forceParam === 'true');
     return send(res, existed ? 200 : 201, render(t, out, rendering, url), {}, opts.warnings);
   }
   if (forceParam !== null)
     throw new StatusError({
-      message: 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+      message:
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
       reason: 'Invalid',
       code: 422,
     });
@@ -641,15 +802,25 @@ function servePatch(
   let patched: JsonValue | undefined;
   if (type === 'application/json-patch+json') patched = jsonPatch(current, patch);
   else if (type === 'application/merge-patch+json') {
-    if (!isObject(patch)) throw badRequest('json: cannot unmarshal array into Go value of type map[string]interface {}');
+    if (!isObject(patch))
+      throw badRequest(
+        'json: cannot unmarshal array into Go value of type map[string]interface {}',
+      );
     patched = mergePatch(current, patch);
   } else {
-    if (!isObject(patch)) throw badRequest('json: cannot unmarshal array into Go value of type map[string]interface {}');
+    if (!isObject(patch))
+      throw badRequest(
+        'json: cannot unmarshal array into Go value of type map[string]interface {}',
+      );
     patched = strategicMergePatch(current, patch, t.listMapKeys);
   }
   if (!isObject(patched)) throw badRequest('the patched object is not an object');
   const pm = meta(patched);
-  if ((str(pm, 'resourceVersion') ?? '') === '') pm.resourceVersion = str(meta(current), 'resourceVersion') ?? '';
-  const out = ctx.engine.write(t, namespace, name, patched, opts, scope, { requireVersion: false, managed: 'update' });
+  if ((str(pm, 'resourceVersion') ?? '') === '')
+    pm.resourceVersion = str(meta(current), 'resourceVersion') ?? '';
+  const out = ctx.engine.write(t, namespace, name, patched, opts, scope, {
+    requireVersion: false,
+    managed: 'update',
+  });
   return send(res, 200, render(t, withTypeMeta(t, out), rendering, url), {}, opts.warnings);
 }

@@ -66,7 +66,10 @@ export function stringMap(obj: JsonObject | undefined, key: string): Record<stri
 }
 
 /** Reads a dotted path (`spec.nodeName`) from an object. */
-export function getPath(obj: JsonValue | undefined, path: readonly string[]): JsonValue | undefined {
+export function getPath(
+  obj: JsonValue | undefined,
+  path: readonly string[],
+): JsonValue | undefined {
   let cur: JsonValue | undefined = obj;
   for (const p of path) {
     if (!isObject(cur)) return undefined;

@@ -31,16 +31,25 @@ export function parseJsonPath(expr: string): Step[] | undefined {
       i = end + 1;
       if (inner === '*') steps.push({ kind: 'all' });
       else if (/^-?\d+$/.test(inner)) steps.push({ kind: 'index', index: Number(inner) });
-      else if (/^'[^']*'$|^"[^"]*"$/.test(inner)) steps.push({ kind: 'field', name: inner.slice(1, -1) });
+      else if (/^'[^']*'$|^"[^"]*"$/.test(inner))
+        steps.push({ kind: 'field', name: inner.slice(1, -1) });
       else {
-        const f = /^\?\(@((?:\.[A-Za-z0-9_\-]+)+)\s*(?:==\s*(?:"([^"]*)"|'([^']*)'|(-?[\d.]+|true|false)))?\s*\)$/.exec(inner);
+        const f =
+          /^\?\(@((?:\.[A-Za-z0-9_-]+)+)\s*(?:==\s*(?:"([^"]*)"|'([^']*)'|(-?[\d.]+|true|false)))?\s*\)$/.exec(
+            inner,
+          );
         if (f === null) return undefined;
         const raw = f[2] ?? f[3];
         const lit = f[4];
         steps.push({
           kind: 'filter',
           path: f[1]!.slice(1).split('.'),
-          value: raw !== undefined ? raw : lit !== undefined ? (JSON.parse(lit) as JsonValue) : undefined,
+          value:
+            raw !== undefined
+              ? raw
+              : lit !== undefined
+                ? (JSON.parse(lit) as JsonValue)
+                : undefined,
         });
       }
     } else return undefined;

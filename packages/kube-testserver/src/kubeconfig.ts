@@ -11,16 +11,29 @@ export interface KubeconfigOptions {
 }
 
 /** A kubeconfig (YAML) with one cluster, user and context, selected as current. */
-export function kubeconfigYaml(server: string, ca: string, token: string, opts: KubeconfigOptions = {}): string {
+export function kubeconfigYaml(
+  server: string,
+  ca: string,
+  token: string,
+  opts: KubeconfigOptions = {},
+): string {
   const name = opts.name ?? 'kube-testserver';
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [
-      { name, cluster: { server, 'certificate-authority-data': Buffer.from(ca, 'utf8').toString('base64') } },
+      {
+        name,
+        cluster: {
+          server,
+          'certificate-authority-data': Buffer.from(ca, 'utf8').toString('base64'),
+        },
+      },
     ],
     users: [{ name, user: { token } }],
-    contexts: [{ name, context: { cluster: name, user: name, namespace: opts.namespace ?? 'default' } }],
+    contexts: [
+      { name, context: { cluster: name, user: name, namespace: opts.namespace ?? 'default' } },
+    ],
     'current-context': name,
     preferences: {},
   });

@@ -10,8 +10,14 @@ function query(name: string, description: string): JsonObject {
   return { name, in: 'query', description, schema: { type: 'string', uniqueItems: true } };
 }
 
-const DRY_RUN = query('dryRun', 'When present, indicates that modifications should not be persisted.');
-const FIELD_MANAGER = query('fieldManager', 'fieldManager is a name associated with the actor or entity that is making these changes.');
+const DRY_RUN = query(
+  'dryRun',
+  'When present, indicates that modifications should not be persisted.',
+);
+const FIELD_MANAGER = query(
+  'fieldManager',
+  'fieldManager is a name associated with the actor or entity that is making these changes.',
+);
 const FIELD_VALIDATION = query(
   'fieldValidation',
   'fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: Ignore, Warn (the default), Strict.',
@@ -40,7 +46,12 @@ function operations(t: ResourceType, ref: JsonObject, sub: string): JsonObject {
   if (!t.custom) patchTypes['application/strategic-merge-patch+json'] = { schema: PATCH_REF };
   const id = `${t.kind}${sub}`;
   return {
-    get: { operationId: `read${id}`, responses: ok, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk },
+    get: {
+      operationId: `read${id}`,
+      responses: ok,
+      'x-kubernetes-action': 'get',
+      'x-kubernetes-group-version-kind': gvk,
+    },
     put: {
       operationId: `replace${id}`,
       parameters: [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION],
@@ -93,7 +104,9 @@ function collection(t: ResourceType, ref: JsonObject): JsonObject {
 
 function crSchema(t: ResourceType): JsonObject {
   const s = JSON.parse(JSON.stringify(t.schema ?? { type: 'object' })) as JsonObject;
-  const props = (typeof s.properties === 'object' && s.properties !== null ? s.properties : {}) as JsonObject;
+  const props = (
+    typeof s.properties === 'object' && s.properties !== null ? s.properties : {}
+  ) as JsonObject;
   props.apiVersion = { type: 'string' };
   props.kind = { type: 'string' };
   props.metadata = { allOf: [{ $ref: OBJECT_META_REF }] };
@@ -103,22 +116,32 @@ function crSchema(t: ResourceType): JsonObject {
 }
 
 /** The OpenAPI v3 document of one group/version, or undefined when it is not served. */
-export function groupVersionDocument(registry: Registry, group: string, version: string, serverVersion: string): JsonObject | undefined {
+export function groupVersionDocument(
+  registry: Registry,
+  group: string,
+  version: string,
+  serverVersion: string,
+): JsonObject | undefined {
   const types = registry.inGroupVersion(group, version);
   if (types.length === 0) return undefined;
   const root = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
   const paths: JsonObject = {};
   const schemas: JsonObject = {
     'io.k8s.apimachinery.pkg.apis.meta.v1.Patch': {
-      description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.',
+      description:
+        'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.',
       type: 'object',
     },
     'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': { type: 'object' },
   };
   for (const t of types) {
-    const ref: JsonObject = t.custom ? { $ref: `#/components/schemas/${componentName(t)}` } : { type: 'object' };
+    const ref: JsonObject = t.custom
+      ? { $ref: `#/components/schemas/${componentName(t)}` }
+      : { type: 'object' };
     if (t.custom) schemas[componentName(t)] = crSchema(t);
-    const base = t.namespaced ? `${root}/namespaces/{namespace}/${t.resource}` : `${root}/${t.resource}`;
+    const base = t.namespaced
+      ? `${root}/namespaces/{namespace}/${t.resource}`
+      : `${root}/${t.resource}`;
     paths[base] = collection(t, ref);
     paths[`${base}/{name}`] = operations(t, ref, '');
     if (t.statusSubresource) paths[`${base}/{name}/status`] = operations(t, ref, 'Status');
@@ -143,7 +166,8 @@ export function openapiRoot(registry: Registry, serverVersion: string): JsonObje
     for (const v of g.versions) {
       const doc = groupVersionDocument(registry, g.group, v, serverVersion);
       if (doc === undefined) continue;
-      const rel = g.group === '' ? `api/${v}` : `apis/${groupVersion({ group: g.group, version: v })}`;
+      const rel =
+        g.group === '' ? `api/${v}` : `apis/${groupVersion({ group: g.group, version: v })}`;
       paths[rel] = { serverRelativeURL: `/openapi/v3/${rel}?hash=${documentHash(doc)}` };
     }
   }

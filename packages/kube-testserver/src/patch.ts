@@ -93,7 +93,8 @@ function addAt(doc: JsonValue, path: string[], value: JsonValue, replace: boolea
 
 /** RFC 6902 JSON patch. A failing operation is the real server's 422. */
 export function jsonPatch(target: JsonValue, ops: JsonValue): JsonValue {
-  if (!Array.isArray(ops)) throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  if (!Array.isArray(ops))
+    throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   let doc = clone(target);
   for (const op of ops) {
     if (!isObject(op)) throw invalidPatch();
@@ -164,7 +165,8 @@ export function strategicMergePatch(
     }
     if (Array.isArray(v)) {
       const keys = listMapKeys[p];
-      if (keys !== undefined && keys.length > 0) base[k] = mergeKeyedList(base[k], v, keys[0]!, listMapKeys, p);
+      if (keys !== undefined && keys.length > 0)
+        base[k] = mergeKeyedList(base[k], v, keys[0]!, listMapKeys, p);
       else if (PRIMITIVE_MERGE_LISTS.has(p)) {
         const cur = Array.isArray(base[k]) ? [...(base[k] as JsonValue[])] : [];
         for (const x of v) if (!cur.some((y) => deepEqual(x, y))) cur.push(clone(x));

@@ -23,14 +23,28 @@ export interface Attributes {
 }
 
 /** Non-resource paths every authenticated user may read (`system:discovery`, `system:public-info-viewer`). */
-const DISCOVERY = ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', '/version', '/version/', '/healthz', '/livez', '/readyz'];
+const DISCOVERY = [
+  '/api',
+  '/api/*',
+  '/apis',
+  '/apis/*',
+  '/openapi',
+  '/openapi/*',
+  '/version',
+  '/version/',
+  '/healthz',
+  '/livez',
+  '/readyz',
+];
 
 function arr(v: JsonValue | undefined): JsonValue[] {
   return Array.isArray(v) ? v : [];
 }
 
 function matchesPath(patterns: readonly string[], path: string): boolean {
-  return patterns.some((p) => p === '*' || p === path || (p.endsWith('*') && path.startsWith(p.slice(0, -1))));
+  return patterns.some(
+    (p) => p === '*' || p === path || (p.endsWith('*') && path.startsWith(p.slice(0, -1))),
+  );
 }
 
 function ruleAllows(rule: JsonObject, a: Attributes): boolean {
@@ -44,7 +58,8 @@ function ruleAllows(rule: JsonObject, a: Attributes): boolean {
   const resourceOk =
     resources.includes('*') ||
     resources.includes(full) ||
-    (a.subresource !== '' && (resources.includes(`${a.resource}/*`) || resources.includes(`*/${a.subresource}`)));
+    (a.subresource !== '' &&
+      (resources.includes(`${a.resource}/*`) || resources.includes(`*/${a.subresource}`)));
   if (!resourceOk) return false;
   const names = strings(rule, 'resourceNames');
   return names.length === 0 || (a.name !== '' && names.includes(a.name));
@@ -54,7 +69,10 @@ function subjectMatches(subject: JsonValue, user: User, bindingNamespace: string
   if (!isObject(subject)) return false;
   switch (subject.kind) {
     case 'ServiceAccount': {
-      const ns = typeof subject.namespace === 'string' && subject.namespace !== '' ? subject.namespace : bindingNamespace;
+      const ns =
+        typeof subject.namespace === 'string' && subject.namespace !== ''
+          ? subject.namespace
+          : bindingNamespace;
       return user.name === `system:serviceaccount:${ns}:${String(subject.name)}`;
     }
     case 'User':
@@ -95,7 +113,8 @@ export function authorize(store: Store, a: Attributes): boolean {
   if (a.namespace !== '' && a.resourceRequest) {
     for (const { object: b } of store.list('rbac.authorization.k8s.io/rolebindings', a.namespace)) {
       if (!arr(b.subjects).some((s) => subjectMatches(s, a.user, a.namespace))) continue;
-      if (roleRules(store, b.roleRef, a.namespace).some((r) => isObject(r) && ruleAllows(r, a))) return true;
+      if (roleRules(store, b.roleRef, a.namespace).some((r) => isObject(r) && ruleAllows(r, a)))
+        return true;
     }
   }
   return false;

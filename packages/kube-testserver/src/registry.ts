@@ -27,7 +27,9 @@ export class Registry {
   }
 
   find(group: string, version: string, resource: string): ResourceType | undefined {
-    return this.#types.find((t) => t.group === group && t.version === version && t.resource === resource);
+    return this.#types.find(
+      (t) => t.group === group && t.version === version && t.resource === resource,
+    );
   }
 
   /** Every served group/version, core first, in the order discovery lists them. */

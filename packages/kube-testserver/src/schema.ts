@@ -71,7 +71,9 @@ export function prune(obj: JsonObject, schema: Schema): string[] {
 
 function pruneValue(v: JsonValue | undefined, s: Schema, path: string, unknown: string[]) {
   if (Array.isArray(v)) {
-    if (s.items !== undefined) v.forEach((x, i) => pruneValue(x, s.items!, `${path}[${i}]`, unknown));
+    const items = s.items;
+    if (items !== undefined)
+      for (const [i, x] of v.entries()) pruneValue(x, items, `${path}[${i}]`, unknown);
     return;
   }
   if (!isObject(v)) return;
@@ -80,7 +82,11 @@ function pruneValue(v: JsonValue | undefined, s: Schema, path: string, unknown: 
     for (const key of Object.keys(v)) {
       const p = s.properties[key];
       if (p !== undefined) pruneValue(v[key], p, child(path, key), unknown);
-      else if (s['x-kubernetes-embedded-resource'] === true && ['apiVersion', 'kind', 'metadata'].includes(key)) continue;
+      else if (
+        s['x-kubernetes-embedded-resource'] === true &&
+        ['apiVersion', 'kind', 'metadata'].includes(key)
+      )
+        continue;
       else if (s['x-kubernetes-preserve-unknown-fields'] !== true) {
         unknown.push(child(path, key));
         delete v[key];
@@ -89,7 +95,8 @@ function pruneValue(v: JsonValue | undefined, s: Schema, path: string, unknown: 
     return;
   }
   if (isObject(s.additionalProperties)) {
-    for (const key of Object.keys(v)) pruneValue(v[key], s.additionalProperties, child(path, key), unknown);
+    for (const key of Object.keys(v))
+      pruneValue(v[key], s.additionalProperties, child(path, key), unknown);
     return;
   }
   if (s.additionalProperties === true || s['x-kubernetes-preserve-unknown-fields'] === true) return;
@@ -162,7 +169,10 @@ export function validateSchema(v: JsonValue, s: Schema, path: string, errs: Fiel
   if (v === null) {
     if (s.nullable === true) return;
     if (s.type !== undefined && s.type !== '') {
-      errs.push({ ...fieldInvalid(path, null, `${path} in body must be of type ${s.type}: "null"`), reason: 'FieldValueTypeInvalid' });
+      errs.push({
+        ...fieldInvalid(path, null, `${path} in body must be of type ${s.type}: "null"`),
+        reason: 'FieldValueTypeInvalid',
+      });
     }
     return;
   }
@@ -179,18 +189,28 @@ export function validateSchema(v: JsonValue, s: Schema, path: string, errs: Fiel
   if (typeof v === 'number') {
     if (s.minimum !== undefined && (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum))
       errs.push(
-        fieldInvalid(path, v, `${path} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${s.minimum}`),
+        fieldInvalid(
+          path,
+          v,
+          `${path} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${s.minimum}`,
+        ),
       );
     if (s.maximum !== undefined && (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum))
       errs.push(
-        fieldInvalid(path, v, `${path} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${s.maximum}`),
+        fieldInvalid(
+          path,
+          v,
+          `${path} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${s.maximum}`,
+        ),
       );
   }
   if (typeof v === 'string') {
     const len = [...v].length;
     if (s.maxLength !== undefined && len > s.maxLength) errs.push(fieldTooLong(path, s.maxLength));
     if (s.minLength !== undefined && len < s.minLength)
-      errs.push(fieldInvalid(path, v, `${path} in body should be at least ${s.minLength} chars long`));
+      errs.push(
+        fieldInvalid(path, v, `${path} in body should be at least ${s.minLength} chars long`),
+      );
     if (s.pattern !== undefined && !new RegExp(s.pattern, 'u').test(v))
       errs.push(fieldInvalid(path, v, `${path} in body should match '${s.pattern}'`));
     if (s.format === 'date-time' && !DATE_TIME.test(v))
@@ -205,7 +225,9 @@ export function validateSchema(v: JsonValue, s: Schema, path: string, errs: Fiel
       });
     if (s.minItems !== undefined && v.length < s.minItems)
       errs.push(fieldInvalid(path, v, `${path} in body should have at least ${s.minItems} items`));
-    if (s.items !== undefined) v.forEach((x, i) => validateSchema(x, s.items!, `${path}[${i}]`, errs));
+    const items = s.items;
+    if (items !== undefined)
+      for (const [i, x] of v.entries()) validateSchema(x, items, `${path}[${i}]`, errs);
     listTypeErrors(v, s, path, errs);
   }
   if (isObject(v)) {
@@ -218,9 +240,13 @@ export function validateSchema(v: JsonValue, s: Schema, path: string, errs: Fiel
         body: `Too many: ${n}: must have at most ${s.maxProperties} items`,
       });
     if (s.minProperties !== undefined && n < s.minProperties)
-      errs.push(fieldInvalid(path, v, `${path} in body should have at least ${s.minProperties} properties`));
+      errs.push(
+        fieldInvalid(path, v, `${path} in body should have at least ${s.minProperties} properties`),
+      );
     for (const [key, x] of Object.entries(v)) {
-      const p = s.properties?.[key] ?? (isObject(s.additionalProperties) ? s.additionalProperties : undefined);
+      const p =
+        s.properties?.[key] ??
+        (isObject(s.additionalProperties) ? s.additionalProperties : undefined);
       if (p !== undefined) validateSchema(x, p, child(path, key), errs);
     }
   }
@@ -249,7 +275,11 @@ function listTypeErrors(v: JsonValue[], s: Schema, path: string, errs: FieldErro
  * The list-map keys a schema declares (`x-kubernetes-list-type: map`), by
  * field path with list positions left out (`spec.ports` → `name`).
  */
-export function listMapKeys(s: Schema, path = '', out: Record<string, string[]> = {}): Record<string, string[]> {
+export function listMapKeys(
+  s: Schema,
+  path = '',
+  out: Record<string, string[]> = {},
+): Record<string, string[]> {
   if (s['x-kubernetes-list-type'] === 'map' && s['x-kubernetes-list-map-keys'] !== undefined)
     out[path] = s['x-kubernetes-list-map-keys'];
   if (s.items !== undefined) listMapKeys(s.items, path, out);

@@ -26,25 +26,39 @@ function splitTopLevel(s: string): string[] {
   return out.map((x) => x.trim()).filter((x) => x !== '');
 }
 
+function parseRequirement(part: string): Requirement {
+  const not = /^!\s*([\w./-]+)$/.exec(part);
+  if (not !== null) return { key: not[1]!, op: '!', values: [] };
+  const set = /^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
+  if (set !== null)
+    return {
+      key: set[1]!,
+      op: set[2] as 'in' | 'notin',
+      values: set[3]!
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== ''),
+    };
+  const eq = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part);
+  if (eq !== null) return { key: eq[1]!, op: eq[2] === '!=' ? '!=' : '=', values: [eq[3]!] };
+  const exists = /^([\w./-]+)$/.exec(part);
+  if (exists !== null) return { key: exists[1]!, op: 'exists', values: [] };
+  throw badRequest(
+    `unable to parse requirement: found '${part}', expected: in, notin, =, ==, !=, gt, lt`,
+  );
+}
+
 /** Parses a label selector: `a=b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`. */
 export function parseLabelSelector(s: string): Predicate {
   const reqs: Requirement[] = [];
-  for (const part of splitTopLevel(s)) {
-    let m: RegExpExecArray | null;
-    if ((m = /^!\s*([\w./-]+)$/.exec(part))) reqs.push({ key: m[1]!, op: '!', values: [] });
-    else if ((m = /^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part)))
-      reqs.push({
-        key: m[1]!,
-        op: m[2] as 'in' | 'notin',
-        values: m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== ''),
-      });
-    else if ((m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part)))
-      reqs.push({ key: m[1]!, op: m[2] === '!=' ? '!=' : '=', values: [m[3]!] });
-    else if ((m = /^([\w./-]+)$/.exec(part))) reqs.push({ key: m[1]!, op: 'exists', values: [] });
-    else throw badRequest(`unable to parse requirement: found '${part}', expected: in, notin, =, ==, !=, gt, lt`);
-  }
+  for (const part of splitTopLevel(s)) reqs.push(parseRequirement(part));
   return (obj) => {
-    const labels = stringMap(typeof obj.metadata === 'object' && obj.metadata !== null && !Array.isArray(obj.metadata) ? obj.metadata : undefined, 'labels');
+    const labels = stringMap(
+      typeof obj.metadata === 'object' && obj.metadata !== null && !Array.isArray(obj.metadata)
+        ? obj.metadata
+        : undefined,
+      'labels',
+    );
     return reqs.every((r) => {
       const v = labels[r.key];
       switch (r.op) {
@@ -68,7 +82,15 @@ export function parseLabelSelector(s: string): Predicate {
 
 /** Field selectors each built-in supports besides `metadata.name` and `metadata.namespace`. */
 const FIELDS: Record<string, readonly string[]> = {
-  '/pods': ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
+  '/pods': [
+    'spec.nodeName',
+    'spec.restartPolicy',
+    'spec.schedulerName',
+    'spec.serviceAccountName',
+    'status.phase',
+    'status.podIP',
+    'status.nominatedNodeName',
+  ],
   '/secrets': ['type'],
   '/events': [
     'involvedObject.kind',

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { INITIAL_NAMESPACES } from './builtins.js';
 import { Engine } from './engine.js';
-import { FaultState, type RequestFilter, RequestCounters } from './faults.js';
+import { FaultState, RequestCounters, type RequestFilter } from './faults.js';
 import { handleRequest, type ServerContext } from './handlers.js';
 import type { JsonObject } from './json.js';
 import { type KubeconfigOptions, kubeconfigYaml } from './kubeconfig.js';
@@ -92,7 +92,14 @@ export class Faults {
   /** Answers matching requests with an error Status of the given HTTP code. */
   fail(status: number, opts: FailOptions = {}): void {
     const reason =
-      opts.reason ?? (status >= 500 ? 'InternalError' : status === 429 ? 'TooManyRequests' : status === 409 ? 'Conflict' : 'BadRequest');
+      opts.reason ??
+      (status >= 500
+        ? 'InternalError'
+        : status === 429
+          ? 'TooManyRequests'
+          : status === 409
+            ? 'Conflict'
+            : 'BadRequest');
     this.#state.failures.push({
       remaining: opts.count ?? -1,
       status,
@@ -143,7 +150,15 @@ export class KubeTestServer {
   readonly #ctx: ServerContext;
   readonly #tokens: Map<string, User>;
 
-  private constructor(server: Server, url: string, ca: string, ctx: ServerContext, tokens: Map<string, User>, admin: string, faults: Faults) {
+  private constructor(
+    server: Server,
+    url: string,
+    ca: string,
+    ctx: ServerContext,
+    tokens: Map<string, User>,
+    admin: string,
+    faults: Faults,
+  ) {
     this.#server = server;
     this.url = url;
     this.caCert = ca;
@@ -163,7 +178,11 @@ export class KubeTestServer {
     const [major = '1', minor = '32'] = (options.version ?? defaults.version).split('.');
     const tokens = new Map<string, User>();
     const admin = randomToken();
-    tokens.set(admin, { name: 'kube-testserver-admin', groups: ['system:masters', 'system:authenticated'], admin: true });
+    tokens.set(admin, {
+      name: 'kube-testserver-admin',
+      groups: ['system:masters', 'system:authenticated'],
+      admin: true,
+    });
     const state = new FaultState();
     const openWatches = new Set<OpenWatch>();
     let address = '127.0.0.1:0';
@@ -179,9 +198,16 @@ export class KubeTestServer {
       faults: state,
       counters: new RequestCounters(),
     };
-    const system = { fieldManager: 'kube-apiserver', dryRun: false, fieldValidation: 'Ignore' as const, warnings: [], verb: 'create' as const };
+    const system = {
+      fieldManager: 'kube-apiserver',
+      dryRun: false,
+      fieldValidation: 'Ignore' as const,
+      warnings: [],
+      verb: 'create' as const,
+    };
     const nsType = registry.find('', 'v1', 'namespaces')!;
-    for (const name of INITIAL_NAMESPACES) engine.create(nsType, '', { metadata: { name } }, system);
+    for (const name of INITIAL_NAMESPACES)
+      engine.create(nsType, '', { metadata: { name } }, system);
     const server = createServer({ key: certs.key, cert: certs.cert }, (req, res) => {
       void handleRequest(ctx, req, res);
     });
@@ -195,7 +221,15 @@ export class KubeTestServer {
     const port = (server.address() as AddressInfo).port;
     address = `127.0.0.1:${port}`;
     const faults = new Faults(state, openWatches, store);
-    return new KubeTestServer(server, `https://127.0.0.1:${port}`, certs.ca, ctx, tokens, admin, faults);
+    return new KubeTestServer(
+      server,
+      `https://127.0.0.1:${port}`,
+      certs.ca,
+      ctx,
+      tokens,
+      admin,
+      faults,
+    );
   }
 
   /**
@@ -208,18 +242,27 @@ export class KubeTestServer {
   serviceAccountToken(namespace: string, name: string): string {
     const saType = this.#ctx.registry.find('', 'v1', 'serviceaccounts')!;
     if (this.#ctx.store.get('/serviceaccounts', `${namespace}/${name}`) === undefined) {
-      this.#ctx.engine.create(saType, namespace, { metadata: { name, namespace } }, {
-        fieldManager: 'kube-testserver',
-        dryRun: false,
-        fieldValidation: 'Ignore',
-        warnings: [],
-        verb: 'create',
-      });
+      this.#ctx.engine.create(
+        saType,
+        namespace,
+        { metadata: { name, namespace } },
+        {
+          fieldManager: 'kube-testserver',
+          dryRun: false,
+          fieldValidation: 'Ignore',
+          warnings: [],
+          verb: 'create',
+        },
+      );
     }
     const token = randomToken();
     this.#tokens.set(token, {
       name: `system:serviceaccount:${namespace}:${name}`,
-      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+      groups: [
+        'system:serviceaccounts',
+        `system:serviceaccounts:${namespace}`,
+        'system:authenticated',
+      ],
       admin: false,
     });
     return token;
@@ -258,7 +301,9 @@ export class KubeTestServer {
 
   /** A copy of every stored object of a resource (`group/resource`, `''` group for core), sorted by key. */
   objects(group: string, resource: string, namespace?: string): JsonObject[] {
-    return this.#ctx.store.list(`${group}/${resource}`, namespace).map(({ object }) => structuredClone(object));
+    return this.#ctx.store
+      .list(`${group}/${resource}`, namespace)
+      .map(({ object }) => structuredClone(object));
   }
 
   /** Ends every watch and stops listening. */

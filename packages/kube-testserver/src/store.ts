@@ -90,7 +90,8 @@ export class Store {
     if (c === undefined) return [];
     const out: { key: string; object: JsonObject }[] = [];
     const prefix = namespace === undefined || namespace === '' ? undefined : `${namespace}/`;
-    for (const [key, object] of c) if (prefix === undefined || key.startsWith(prefix)) out.push({ key, object });
+    for (const [key, object] of c)
+      if (prefix === undefined || key.startsWith(prefix)) out.push({ key, object });
     out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return out;
   }
@@ -112,7 +113,13 @@ export class Store {
     const previous = c.get(key);
     c.set(key, object);
     this.#index(resource, key, previous, object);
-    this.#record({ type: previous === undefined ? 'ADDED' : 'MODIFIED', resource, object, previous, resourceVersion: rv });
+    this.#record({
+      type: previous === undefined ? 'ADDED' : 'MODIFIED',
+      resource,
+      object,
+      previous,
+      resourceVersion: rv,
+    });
     return object;
   }
 
@@ -145,7 +152,8 @@ export class Store {
     if (resourceVersion < this.#windowStart)
       throw expired(`too old resource version: ${resourceVersion} (${this.#windowStart})`);
     const out: StoreEvent[] = [];
-    for (const e of this.#history) if (e.resourceVersion > resourceVersion && e.resource === resource) out.push(e);
+    for (const e of this.#history)
+      if (e.resourceVersion > resourceVersion && e.resource === resource) out.push(e);
     return out;
   }
 
@@ -158,7 +166,12 @@ export class Store {
     for (const l of [...this.#listeners]) l(event);
   }
 
-  #index(resource: string, key: string, before: JsonObject | undefined, after: JsonObject | undefined) {
+  #index(
+    resource: string,
+    key: string,
+    before: JsonObject | undefined,
+    after: JsonObject | undefined,
+  ) {
     const ref = `${resource}|${key}`;
     if (before !== undefined) {
       const uid = metaOf(before).uid;

@@ -32,7 +32,12 @@ export function toTable(
   const apiVersion = opts.apiVersion ?? 'meta.k8s.io/v1';
   const rows: JsonValue[] = objects.map((o) => ({
     cells: t.columns.map((c) => c.cell(o, now)),
-    object: opts.includeObject === 'Object' ? o : opts.includeObject === 'None' ? null : partial(o, apiVersion),
+    object:
+      opts.includeObject === 'Object'
+        ? o
+        : opts.includeObject === 'None'
+          ? null
+          : partial(o, apiVersion),
   }));
   return {
     kind: 'Table',

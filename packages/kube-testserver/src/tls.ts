@@ -35,19 +35,52 @@ async function generate(): Promise<ServingCertificates> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   try {
     await run('openssl', [
-      'req', '-x509', ...ec, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '1',
-      '-subj', '/CN=kube-testserver-ca',
-      '-addext', 'basicConstraints=critical,CA:TRUE',
-      '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      f('ca.key'),
+      '-out',
+      f('ca.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=kube-testserver-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
     ]);
-    await run('openssl', ['req', ...ec, '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=kube-apiserver']);
+    await run('openssl', [
+      'req',
+      ...ec,
+      '-keyout',
+      f('server.key'),
+      '-out',
+      f('server.csr'),
+      '-subj',
+      '/CN=kube-apiserver',
+    ]);
     await writeFile(
       f('ext.cnf'),
       'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n',
     );
     await run('openssl', [
-      'x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial',
-      '-out', f('server.crt'), '-days', '1', '-extfile', f('ext.cnf'),
+      'x509',
+      '-req',
+      '-in',
+      f('server.csr'),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f('server.crt'),
+      '-days',
+      '1',
+      '-extfile',
+      f('ext.cnf'),
     ]);
     return {
       ca: await readFile(f('ca.crt'), 'utf8'),

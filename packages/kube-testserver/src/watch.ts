@@ -47,21 +47,31 @@ export function serveWatch(
   const key = resourceKey(t);
   const apiVersion = groupVersion(t);
   let headersSent = false;
-  const matches = (o: JsonObject | undefined) => o !== undefined && inNamespace(o, req.namespace) && req.predicate(o);
+  const matches = (o: JsonObject | undefined) =>
+    o !== undefined && inNamespace(o, req.namespace) && req.predicate(o);
   const render = (o: JsonObject): JsonObject => {
     const obj = { ...o, apiVersion, kind: t.kind };
     if (req.table === undefined) return obj;
-    const table = toTable(t, [obj], { resourceVersion: String((o.metadata as JsonObject).resourceVersion ?? '') }, {
-      includeObject: req.table.includeObject,
-      noHeaders: headersSent,
-    });
+    const table = toTable(
+      t,
+      [obj],
+      { resourceVersion: String((o.metadata as JsonObject).resourceVersion ?? '') },
+      {
+        includeObject: req.table.includeObject,
+        noHeaders: headersSent,
+      },
+    );
     headersSent = true;
     return table;
   };
   const write = (type: string, object: JsonObject) => {
     res.write(`${JSON.stringify({ type, object })}\n`);
   };
-  res.writeHead(200, { ...opts.headers, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+  res.writeHead(200, {
+    ...opts.headers,
+    'Content-Type': 'application/json',
+    'Transfer-Encoding': 'chunked',
+  });
   res.flushHeaders();
 
   const backlog: StoreEvent[] = [];
@@ -82,7 +92,11 @@ export function serveWatch(
     const rv = Number(req.resourceVersion);
     try {
       if (!Number.isInteger(rv) || rv < 0)
-        throw new StatusError({ message: `invalid resource version: ${req.resourceVersion}`, reason: 'BadRequest', code: 400 });
+        throw new StatusError({
+          message: `invalid resource version: ${req.resourceVersion}`,
+          reason: 'BadRequest',
+          code: 400,
+        });
       backlog.push(...store.since(key, rv));
     } catch (e) {
       if (!(e instanceof StatusError)) throw e;
@@ -127,7 +141,8 @@ export function serveWatch(
       res.destroy();
     },
   };
-  if (req.timeoutSeconds !== undefined) timers.push(setTimeout(handle.end, req.timeoutSeconds * 1000));
+  if (req.timeoutSeconds !== undefined)
+    timers.push(setTimeout(handle.end, req.timeoutSeconds * 1000));
   let cleaned = false;
   function cleanup() {
     if (cleaned) return;

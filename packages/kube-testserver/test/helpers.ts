@@ -19,7 +19,11 @@ export function call(
 ): Promise<Reply> {
   const url = new URL(path, server.url);
   const payload =
-    opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    opts.body === undefined
+      ? undefined
+      : typeof opts.body === 'string'
+        ? opts.body
+        : JSON.stringify(opts.body);
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       url,
@@ -72,32 +76,36 @@ export function openWatch(server: KubeTestServer, path: string, token?: string) 
     resolveEnd = r;
   });
   const waiters: { n: number; resolve: () => void }[] = [];
-  const req = httpsRequest(url, { ca: server.caCert, headers: { Authorization: `Bearer ${token ?? server.adminToken}` } }, (res) => {
-    status = res.statusCode ?? 0;
-    let buf = '';
-    res.setEncoding('utf8');
-    res.on('data', (d: string) => {
-      buf += d;
-      let i = buf.indexOf('\n');
-      while (i >= 0) {
-        events.push(JSON.parse(buf.slice(0, i)));
-        buf = buf.slice(i + 1);
-        i = buf.indexOf('\n');
-      }
-      for (const w of waiters.splice(0)) {
-        if (events.length >= w.n) w.resolve();
-        else waiters.push(w);
-      }
-    });
-    res.on('end', () => {
-      ended = true;
-      resolveEnd();
-    });
-    res.on('error', () => {
-      ended = true;
-      resolveEnd();
-    });
-  });
+  const req = httpsRequest(
+    url,
+    { ca: server.caCert, headers: { Authorization: `Bearer ${token ?? server.adminToken}` } },
+    (res) => {
+      status = res.statusCode ?? 0;
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        buf += d;
+        let i = buf.indexOf('\n');
+        while (i >= 0) {
+          events.push(JSON.parse(buf.slice(0, i)));
+          buf = buf.slice(i + 1);
+          i = buf.indexOf('\n');
+        }
+        for (const w of waiters.splice(0)) {
+          if (events.length >= w.n) w.resolve();
+          else waiters.push(w);
+        }
+      });
+      res.on('end', () => {
+        ended = true;
+        resolveEnd();
+      });
+      res.on('error', () => {
+        ended = true;
+        resolveEnd();
+      });
+    },
+  );
   req.on('error', () => {
     ended = true;
     resolveEnd();
@@ -124,7 +132,10 @@ export function openWatch(server: KubeTestServer, path: string, token?: string) 
 }
 
 /** Polls until `check` returns true or `timeoutMs` passes. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');

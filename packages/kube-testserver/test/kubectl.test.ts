@@ -23,7 +23,10 @@ let kubeconfig: string;
 /** Runs kubectl to its end with this test's HOME and kubeconfig. */
 function kubectl(args: readonly string[], opts: { token?: string } = {}): Promise<ProcessRun> {
   const env = { HOME: home, KUBECONFIG: kubeconfig, KUBECTL_KUBERC: 'false' };
-  return runProcess('kubectl', opts.token === undefined ? args : ['--token', opts.token, ...args], { env, timeoutMs: 60_000 });
+  return runProcess('kubectl', opts.token === undefined ? args : ['--token', opts.token, ...args], {
+    env,
+    timeoutMs: 60_000,
+  });
 }
 
 /** Starts kubectl in the background; `output()` is what it printed so far, `done` its end. */
@@ -40,7 +43,9 @@ function kubectlBackground(args: readonly string[]) {
   child.stderr.setEncoding('utf8').on('data', (d: string) => {
     stderr += d;
   });
-  const done = new Promise<{ code: number | null }>((resolve) => child.on('close', (code) => resolve({ code })));
+  const done = new Promise<{ code: number | null }>((resolve) =>
+    child.on('close', (code) => resolve({ code })),
+  );
   return { output: () => stdout, errors: () => stderr, done, kill: () => child.kill('SIGTERM') };
 }
 
@@ -48,7 +53,9 @@ async function applyCrd() {
   const r = await kubectl(['apply', '-f', CRD]);
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
-  expect(r.stdout).toBe('customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n');
+  expect(r.stdout).toBe(
+    'customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n',
+  );
 }
 
 describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openssl'], () => {
@@ -65,9 +72,16 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
 
   it('applies a CRD, waits for it, and applies a custom object client-side, then server-side', async () => {
     await applyCrd();
-    const established = await kubectl(['wait', '--for=condition=Established', 'crd/widgets.example.com', '--timeout=20s']);
+    const established = await kubectl([
+      'wait',
+      '--for=condition=Established',
+      'crd/widgets.example.com',
+      '--timeout=20s',
+    ]);
     expect(established.code).toBe(0);
-    expect(established.stdout).toBe('customresourcedefinition.apiextensions.k8s.io/widgets.example.com condition met\n');
+    expect(established.stdout).toBe(
+      'customresourcedefinition.apiextensions.k8s.io/widgets.example.com condition met\n',
+    );
     const created = await kubectl(['apply', '-f', WIDGET]);
     expect(created.code).toBe(0);
     expect(created.stdout).toBe('widget.example.com/a created\n');
@@ -79,18 +93,29 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     expect(ssa.stdout).toBe('widget.example.com/a serverside-applied\n');
     const live = (await call(server, 'GET', `${W}/a`)).body;
     expect(live.spec).toEqual({ color: 'red', size: 3 });
-    expect(live.metadata.managedFields.map((m: { manager: string; operation: string }) => `${m.manager}/${m.operation}`)).toContain('kubectl/Apply');
+    expect(
+      live.metadata.managedFields.map(
+        (m: { manager: string; operation: string }) => `${m.manager}/${m.operation}`,
+      ),
+    ).toContain('kubectl/Apply');
   });
 
   it('reports a server-side apply conflict with another manager as kubectl does', async () => {
     await applyCrd();
     await call(server, 'PATCH', `${W}/a?fieldManager=controller`, {
-      body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'a' }, spec: { color: 'blue' } },
+      body: {
+        apiVersion: 'example.com/v1',
+        kind: 'Widget',
+        metadata: { name: 'a' },
+        spec: { color: 'blue' },
+      },
       contentType: 'application/apply-patch+yaml',
     });
     const r = await kubectl(['apply', '--server-side', '-f', WIDGET]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('Apply failed with 1 conflict: conflict with "controller": .spec.color');
+    expect(r.stderr).toContain(
+      'Apply failed with 1 conflict: conflict with "controller": .spec.color',
+    );
     const forced = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', WIDGET]);
     expect(forced.code).toBe(0);
     expect(forced.stdout).toBe('widget.example.com/a serverside-applied\n');
@@ -100,14 +125,20 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
   it('refuses an invalid object with the message kubectl prints for 422', async () => {
     await applyCrd();
     const bad = join(home, 'bad.yaml');
-    await writeFile(bad, 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  color: pink\n');
+    await writeFile(
+      bad,
+      'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  color: pink\n',
+    );
     const r = await kubectl(['apply', '-f', bad]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(
       'The Widget "bad" is invalid: spec.color: Unsupported value: "pink": supported values: "red", "green", "blue"',
     );
     const unknown = join(home, 'unknown.yaml');
-    await writeFile(unknown, 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: u\nspec:\n  color: red\n  shade: dark\n');
+    await writeFile(
+      unknown,
+      'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: u\nspec:\n  color: red\n  shade: dark\n',
+    );
     const strict = await kubectl(['apply', '-f', unknown]);
     expect(strict.code).toBe(1);
     expect(strict.stderr).toContain('strict decoding error: unknown field "spec.shade"');
@@ -124,7 +155,11 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     const json = await kubectl(['get', 'widget', 'a', '-o', 'json']);
     expect(json.code).toBe(0);
     const obj = JSON.parse(json.stdout);
-    expect(obj).toMatchObject({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'a', namespace: 'default', generation: 1 } });
+    expect(obj).toMatchObject({
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      metadata: { name: 'a', namespace: 'default', generation: 1 },
+    });
     const yaml = await kubectl(['get', 'wd', 'a', '-o', 'yaml']);
     expect(parse(yaml.stdout).spec).toEqual({ color: 'red', size: 3 });
     const cms = await kubectl(['get', 'configmaps', '-A']);
@@ -132,7 +167,9 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     expect(cms.stderr).toBe('No resources found\n');
     const missing = await kubectl(['get', 'widget', 'nope']);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe('Error from server (NotFound): widgets.example.com "nope" not found\n');
+    expect(missing.stderr).toBe(
+      'Error from server (NotFound): widgets.example.com "nope" not found\n',
+    );
   });
 
   it('streams changes with get --watch', async () => {
@@ -140,7 +177,10 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     await kubectl(['apply', '-f', WIDGET]);
     const watch = kubectlBackground(['get', 'widgets', '--watch', '--output-watch-events']);
     await eventually(() => watch.output().includes('ADDED'), 20_000);
-    await call(server, 'PATCH', `${W}/a/status`, { body: { status: { phase: 'Running' } }, contentType: 'application/merge-patch+json' });
+    await call(server, 'PATCH', `${W}/a/status`, {
+      body: { status: { phase: 'Running' } },
+      contentType: 'application/merge-patch+json',
+    });
     await eventually(() => /MODIFIED\s+a\s+3\s+Running/.test(watch.output()), 20_000);
     watch.kill();
     await watch.done;
@@ -153,9 +193,24 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     await applyCrd();
     await kubectl(['apply', '-f', WIDGET]);
     const wait = kubectlBackground(['wait', '--for=condition=Ready', 'widget/a', '--timeout=30s']);
-    await eventually(() => server.counters.count({ verb: 'watch', resource: 'widgets' }) > 0, 20_000);
+    await eventually(
+      () => server.counters.count({ verb: 'watch', resource: 'widgets' }) > 0,
+      20_000,
+    );
     await call(server, 'PATCH', `${W}/a/status`, {
-      body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Done', message: 'ok', lastTransitionTime: '2025-01-01T00:00:00Z' }] } },
+      body: {
+        status: {
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'Done',
+              message: 'ok',
+              lastTransitionTime: '2025-01-01T00:00:00Z',
+            },
+          ],
+        },
+      },
       contentType: 'application/merge-patch+json',
     });
     expect((await wait.done).code).toBe(0);
@@ -165,13 +220,34 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
   it('patches with --type=merge and --type=json, and says when nothing changed', async () => {
     await applyCrd();
     await kubectl(['apply', '-f', WIDGET]);
-    const merge = await kubectl(['patch', 'widget', 'a', '--type=merge', '-p', '{"spec":{"size":5}}']);
+    const merge = await kubectl([
+      'patch',
+      'widget',
+      'a',
+      '--type=merge',
+      '-p',
+      '{"spec":{"size":5}}',
+    ]);
     expect(merge.code).toBe(0);
     expect(merge.stdout).toBe('widget.example.com/a patched\n');
-    const json = await kubectl(['patch', 'widget', 'a', '--type=json', '-p', '[{"op":"replace","path":"/spec/color","value":"green"}]']);
+    const json = await kubectl([
+      'patch',
+      'widget',
+      'a',
+      '--type=json',
+      '-p',
+      '[{"op":"replace","path":"/spec/color","value":"green"}]',
+    ]);
     expect(json.code).toBe(0);
     expect(json.stdout).toBe('widget.example.com/a patched\n');
-    const same = await kubectl(['patch', 'widget', 'a', '--type=merge', '-p', '{"spec":{"size":5}}']);
+    const same = await kubectl([
+      'patch',
+      'widget',
+      'a',
+      '--type=merge',
+      '-p',
+      '{"spec":{"size":5}}',
+    ]);
     expect(same.stdout).toBe('widget.example.com/a patched (no change)\n');
     const live = (await call(server, 'GET', `${W}/a`)).body;
     expect(live.spec).toEqual({ color: 'green', size: 5 });
@@ -186,10 +262,20 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
   it('delete waits for a finalizer to be removed', async () => {
     await applyCrd();
     await kubectl(['apply', '-f', WIDGET]);
-    await call(server, 'PATCH', `${W}/a`, { body: { metadata: { finalizers: ['example.com/cleanup'] } }, contentType: 'application/merge-patch+json' });
+    await call(server, 'PATCH', `${W}/a`, {
+      body: { metadata: { finalizers: ['example.com/cleanup'] } },
+      contentType: 'application/merge-patch+json',
+    });
     const del = kubectlBackground(['delete', 'widget', 'a', '--timeout=30s']);
-    await eventually(async () => (await call(server, 'GET', `${W}/a`)).body.metadata.deletionTimestamp !== undefined, 20_000);
-    await eventually(() => server.counters.count({ verb: 'watch', resource: 'widgets' }) > 0, 20_000);
+    await eventually(
+      async () =>
+        (await call(server, 'GET', `${W}/a`)).body.metadata.deletionTimestamp !== undefined,
+      20_000,
+    );
+    await eventually(
+      () => server.counters.count({ verb: 'watch', resource: 'widgets' }) > 0,
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(del.output()).toBe('widget.example.com "a" deleted\n');
     let exited = false;
@@ -198,21 +284,32 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
     });
     await new Promise((r) => setTimeout(r, 300));
     expect(exited).toBe(false);
-    await call(server, 'PATCH', `${W}/a`, { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    await call(server, 'PATCH', `${W}/a`, {
+      body: { metadata: { finalizers: null } },
+      contentType: 'application/merge-patch+json',
+    });
     expect((await del.done).code).toBe(0);
     expect(del.errors()).toBe('');
   });
 
   it('applies a built-in with a strategic merge patch, and is forbidden by RBAC for a service account', async () => {
     const cm = join(home, 'cm.yaml');
-    await writeFile(cm, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: "1"\n');
+    await writeFile(
+      cm,
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: "1"\n',
+    );
     expect((await kubectl(['apply', '-f', cm])).stdout).toBe('configmap/settings created\n');
-    await writeFile(cm, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  b: "2"\n');
+    await writeFile(
+      cm,
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  b: "2"\n',
+    );
     server.counters.reset();
     const configured = await kubectl(['apply', '-f', cm]);
     expect(configured.stdout).toBe('configmap/settings configured\n');
     expect(server.counters.count({ verb: 'patch', resource: 'configmaps' })).toBe(1);
-    expect((await call(server, 'GET', '/api/v1/namespaces/default/configmaps/settings')).body.data).toEqual({ b: '2' });
+    expect(
+      (await call(server, 'GET', '/api/v1/namespaces/default/configmaps/settings')).body.data,
+    ).toEqual({ b: '2' });
     const token = server.serviceAccountToken('default', 'viewer');
     const denied = await kubectl(['get', 'configmaps'], { token });
     expect(denied.code).toBe(1);
