@@ -11,7 +11,8 @@ import type { ConformanceDeps } from './telemetry.js';
 /**
  * A backend state a harness can force, as the backend would report it:
  * `running` (with the IP it has, or none), `stopped` (exists, does not
- * run), `unknown` (a state the provider has no mapping for).
+ * run, no address), `unknown` (a state the provider has no mapping for; the
+ * backend may still report the address the instance had).
  */
 export type ForcedState = 'running' | 'stopped' | 'unknown';
 

@@ -182,7 +182,8 @@ export const FLAWS: Record<string, Flaw> = {
           req: CheckedCreateRequest,
           ctx: OperationContext,
         ) {
-          await super.adopt({ ...vm, seed: `${req.name}-seed-${++this.#n}` }, req, ctx);
+          await this.seam.putSeed(`${req.name}-seed-${++this.#n}`, req.cloudInit, ctx.signal);
+          await super.adopt(vm, req, ctx);
         }
       },
     ),
@@ -190,6 +191,40 @@ export const FLAWS: Record<string, Flaw> = {
       'repeat Create returns the same ID and creates nothing': label(
         'secondary resources after the repeat',
       ),
+    },
+  },
+  'ids-need-two-characters': {
+    about: 'parses only names of two characters or more, though a name may have one',
+    module: variant(
+      class extends MemoryImplementation {
+        override readonly ids = {
+          shape: memoryId.shape,
+          parse: (id: string) => {
+            const m = /^vms\/([a-z0-9][-a-z0-9]{0,61}[a-z0-9])$/.exec(id);
+            return m === null ? undefined : { name: m[1] as string };
+          },
+        };
+      },
+    ),
+    fails: {
+      'the shortest and the longest names work end to end': /^the UID of the instance named \w:/,
+    },
+  },
+  'unlocked-delete': {
+    about: 'lets a Delete run beside a Create of the same instance',
+    module: variant(
+      class extends MemoryImplementation {
+        #n = 0;
+        override lockKey(id: MemoryId): string {
+          return `${id.name}#${++this.#n}`;
+        }
+      },
+    ),
+    fails: {
+      // The Delete runs between the Create's calls: it removes the seed the Create needs, or
+      // the instance survives the Delete.
+      'two Creates of one request make one instance, and a Delete waits for them':
+        /^the first Create|after delete: expected NotFound/,
     },
   },
   'placement-checked-late': {
@@ -567,6 +602,7 @@ export const FLAWS: Record<string, Flaw> = {
         override async delete(id: MemoryId, ctx: DeleteContext) {
           const vm = await this.seam.lookup(id.name, ctx.signal);
           if (vm !== undefined && this.readMark(vm) === undefined) {
+            if (vm.status === 'running') await this.seam.stop(id.name, ctx.signal);
             await this.seam.destroy(id.name, ctx.signal);
             return;
           }

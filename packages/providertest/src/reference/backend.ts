@@ -21,7 +21,8 @@ export class BackendError extends Error {
       | 'UNAUTHORIZED'
       | 'FORBIDDEN'
       | 'NO_CAPACITY'
-      | 'INVALID',
+      | 'INVALID'
+      | 'WRONG_STATE',
     /** The answer's body, as a careless server would send it: may echo the request. */
     readonly body: string,
   ) {
@@ -36,7 +37,7 @@ export class BackendError extends Error {
 export interface VmRecord {
   readonly name: string;
   /** `defined` = created, never started. `unknown` = a state the provider has no mapping for. */
-  readonly status: 'defined' | 'running' | 'stopped' | 'terminated' | 'unknown';
+  readonly status: 'defined' | 'running' | 'stopped' | 'unknown';
   readonly ip?: string | undefined;
   /** Key/value metadata, written in the same call that defines the VM. */
   readonly metadata: Readonly<Record<string, string>>;
@@ -81,6 +82,7 @@ export class MemoryBackend {
   private capacity = Number.POSITIVE_INFINITY;
   private malformedNext = false;
   private unreachable = new Set<string>();
+  private pingFailure: BackendError['status'] | undefined;
   private delays = new Map<string, number>();
   private blocker: { skip: number; gate: HarnessGate } | undefined;
   private deleteHolds = new Map<string, HarnessGate>();
@@ -103,6 +105,9 @@ export class MemoryBackend {
             await abortable(new Promise((r) => setTimeout(r, delay)), signal);
           if (this.unreachable.has(target) || this.unreachable.has('*')) {
             throw new BackendError('UNREACHABLE', `connect ECONNREFUSED ${target}`);
+          }
+          if (this.pingFailure !== undefined) {
+            throw new BackendError(this.pingFailure, `ping of ${target} refused`);
           }
           return { version: 'memory/1.0' };
         }),
@@ -128,13 +133,18 @@ export class MemoryBackend {
         this.call('start', credential, signal, () => {
           const vm = this.mustGet(name);
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
-          if (vm.status === 'running') return;
+          if (vm.status === 'running') {
+            throw new BackendError('WRONG_STATE', `VM ${name} is already running`);
+          }
           this.vms.set(name, { ...vm, status: 'running', ip: `10.0.0.${this.nextIp++}` });
         }),
       stop: (name, signal) =>
         this.call('stop', credential, signal, () => {
           const vm = this.mustGet(name);
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
+          if (vm.status !== 'running') {
+            throw new BackendError('WRONG_STATE', `VM ${name} is not running`);
+          }
           const { ip: _ip, ...rest } = vm;
           this.vms.set(name, { ...rest, status: 'stopped' });
         }),
@@ -143,6 +153,9 @@ export class MemoryBackend {
         await this.call('destroy', credential, signal, async () => {
           const vm = this.mustGet(name);
           if (vm.lock) throw new BackendError('LOCKED', `VM ${name} is locked (${vm.lock})`);
+          if (vm.status === 'running') {
+            throw new BackendError('WRONG_STATE', `VM ${name} is running; stop it first`);
+          }
           if (hold !== undefined) {
             this.deleteHolds.delete(name);
             await hold.hold();
@@ -231,6 +244,11 @@ export class MemoryBackend {
   /** Makes `target` answer pings `ms` later. */
   delayTarget(target: string, ms: number): void {
     this.delays.set(target, ms);
+  }
+
+  /** Makes every ping answer with `status`. */
+  failPings(status: BackendError['status']): void {
+    this.pingFailure = status;
   }
 
   /** Makes `target` (or every target, `*`) refuse connections. */

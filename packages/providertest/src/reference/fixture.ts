@@ -96,11 +96,10 @@ export async function createReferenceFixture(
       backend.update(name(id), { status: 'running', ip });
     },
     setState: async (id, state) => {
+      // A stopped VM has no address; one in a state nobody expected may still report one.
       const { ip: _ip, ...withoutIp } = existing(id);
       backend.plant(
-        state === 'running'
-          ? { ...existing(id), status: 'running' }
-          : { ...withoutIp, status: state },
+        state === 'stopped' ? { ...withoutIp, status: state } : { ...existing(id), status: state },
       );
     },
     rewriteMark: async (id, mark) => {
@@ -153,6 +152,12 @@ export async function createReferenceFixture(
         name: 'VM locked',
         op: 'delete',
         error: new BackendError('LOCKED', 'VM x is locked (backup)'),
+        want: 'Transient',
+      },
+      {
+        name: 'VM in the wrong state for the call (a race with another actor)',
+        op: 'create',
+        error: new BackendError('WRONG_STATE', 'VM x is already running'),
         want: 'Transient',
       },
       {
@@ -214,6 +219,16 @@ export async function createReferenceFixture(
         arrange: () => backend.setUnreachable('zone-b'),
         want: 'Reachable',
         target: 'zone-a',
+      },
+      {
+        name: 'the token lacks a privilege',
+        arrange: () => backend.failPings('FORBIDDEN'),
+        want: 'Forbidden',
+      },
+      {
+        name: 'the backend answers something unexpected',
+        arrange: () => backend.failPings('LOCKED'),
+        want: 'APIError',
       },
       {
         name: 'the token is refused',

@@ -21,7 +21,6 @@ import {
   type OperationContext,
   observeSeam,
   type ProviderDeps,
-  ProviderError,
   type ProviderImplementation,
   parseMark,
   Reason,
@@ -70,22 +69,18 @@ export function seedVolume(name: string): string {
 
 /** The reference provider's classify table: backend statuses to error classes. */
 export function classify(_op: Operation, err: unknown): ErrorClass {
-  if (ProviderError.isInstance(err)) return err.errorClass;
-  if (err instanceof BackendError) {
-    switch (err.status) {
-      case 'NO_SUCH_VM':
-        return 'NotFound';
-      case 'UNAUTHORIZED':
-      case 'FORBIDDEN':
-      case 'INVALID':
-        return 'Permanent';
-      case 'NO_CAPACITY':
-        return 'QuotaExceeded';
-      default:
-        return 'Transient';
-    }
+  switch (err instanceof BackendError ? err.status : undefined) {
+    case 'NO_SUCH_VM':
+      return 'NotFound';
+    case 'UNAUTHORIZED':
+    case 'FORBIDDEN':
+    case 'INVALID':
+      return 'Permanent';
+    case 'NO_CAPACITY':
+      return 'QuotaExceeded';
+    default:
+      return 'Transient';
   }
-  return 'Transient';
 }
 
 /** Maps a backend status (and IP) to the contract's state. */
@@ -97,8 +92,6 @@ export function mapMemoryState(vm: VmRecord): State {
       return vm.ip !== undefined ? 'Running' : 'Provisioning';
     case 'stopped':
       return 'Stopped';
-    case 'terminated':
-      return 'Terminated';
     default:
       return 'Stopped';
   }
@@ -175,9 +168,9 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     try {
       await this.seam.define(req.name, mark, seed, ctx.signal);
     } catch (err) {
-      // A refused define leaves no seed behind; a cancelled one may still
-      // be carried out, so its seed stays for the retry to use.
-      if (!ctx.signal?.aborted) await this.seam.deleteSeed(seed, ctx.signal).catch(() => {});
+      // A refused define leaves no seed behind. (A cancelled one may still be
+      // carried out; the retry adopts its VM and writes the seed again.)
+      await this.seam.deleteSeed(seed, ctx.signal).catch(() => {});
       throw err;
     }
     await this.seam.start(req.name, ctx.signal);
@@ -196,21 +189,16 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
         `an instance named ${req.name} exists and ${problem}; delete or rename it, or rename the Proxy`,
       );
     }
-    if (vm.lock !== undefined) {
-      throw ctx.transient(`instance ${req.name} is locked (${vm.lock})`);
-    }
-    await this.seam.putSeed(vm.seed ?? seedVolume(req.name), req.cloudInit, ctx.signal);
+    await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
     if (vm.status !== 'running') await this.seam.start(req.name, ctx.signal);
     this.log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
   }
 
-  /** Zone (required with more than one), machine type and image, each from the catalogue. */
+  /** Zone, machine type and image, each from the catalogue. */
   protected checkPlacement(req: CheckedCreateRequest, ctx: OperationContext): void {
     const { zones, machineTypes, images } = this.config;
     const p = req.placement;
-    if (zones.length > 1 || (p.zone !== undefined && p.zone !== '')) {
-      requireOneOf(ctx.provider, 'placement.zone', p.zone, zones, 'memory.zones');
-    }
+    requireOneOf(ctx.provider, 'placement.zone', p.zone, zones, 'memory.zones');
     requireOneOf(
       ctx.provider,
       'placement.machineType',
@@ -261,13 +249,10 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
         this.log.debug({ name: id.name, problem }, 'memory instance not ours; left alone');
         return;
       }
-      if (vm.lock !== undefined) {
-        throw ctx.transient(`instance ${id.name} is locked (${vm.lock}); try again`);
-      }
       if (vm.status === 'running') await this.seam.stop(id.name, ctx.signal);
       await this.seam.destroy(id.name, ctx.signal);
     }
-    await this.seam.deleteSeed(vm?.seed ?? seedVolume(id.name), ctx.signal);
+    await this.seam.deleteSeed(seedVolume(id.name), ctx.signal);
   }
 
   async list(installation: string, ctx: OperationContext): Promise<Instance[]> {

@@ -106,6 +106,12 @@ export function describeCancellationConformance(opts: ConformanceOptions): void 
           ).toBe('resolved');
           const { id } = retry;
           expect(await uidOf(t, id), `the UID after retrying at call ${k + 1}`).toBe(req.uid);
+          if (t.profile.readiness === 'immediate') {
+            expect(
+              (await t.provider.get(id)).state,
+              `the state after retrying at call ${k + 1} (immediate readiness)`,
+            ).toBe('Running');
+          }
           const made = await counts(t);
           expect(
             made.instances,

@@ -8,10 +8,13 @@ import {
   everythingIn,
   expectGone,
   leakedIn,
+  outcome,
   rejection,
   required,
   settleWithin,
   test,
+  uidOf,
+  within,
 } from '../support.js';
 
 const CLOUD_INIT_SECRET = 'CLOUDINIT-SENTINEL-5b1e-never-log-me';
@@ -51,7 +54,73 @@ export function describeCreateConformance(opts: ConformanceOptions): void {
         expect((err as Error).message, `the refusal of ${what} names ${field}`).toContain(field);
         expect(t.harness.backendCalls(), `backend calls for ${what}`).toBe(before);
       }
+      const before = t.harness.backendCalls();
+      await t.provider.create(t.request());
+      expect(
+        t.harness.backendCalls(),
+        'backend calls of a valid Create (the harness must count them, or the checks above prove nothing)',
+      ).toBeGreaterThan(before);
     });
+
+    test(opts, 'the shortest and the longest names work end to end', async (t) => {
+      const baseline = await counts(t);
+      const long = t.request().name;
+      for (const name of [long.slice(-1), long.padEnd(63, 'x')]) {
+        const req = t.request({ name });
+        const id = await t.provider.create(req);
+        expect(await uidOf(t, id), `the UID of the instance named ${name}`).toBe(req.uid);
+        expect(
+          (await t.provider.listByTag()).map((i) => i.id),
+          `the listing holds ${name}`,
+        ).toContain(id);
+        expect(await outcome(t.provider.delete(id)), `Delete of ${name}`).toBe('resolved');
+        await expectGone(t, id);
+      }
+      const after = await counts(t);
+      expect(after.instances, 'instances left after the shortest and longest names').toBe(
+        baseline.instances,
+      );
+      expect(after.secondary, 'secondary resources left after them').toBe(baseline.secondary);
+    });
+
+    test(
+      opts,
+      'two Creates of one request make one instance, and a Delete waits for them',
+      async (t) => {
+        const req = t.request();
+        const id = await t.provider.create(req);
+        await t.provider.delete(id);
+        await expectGone(t, id);
+        const before = await counts(t);
+        const gate = t.harness.blockCalls(0);
+        const first = t.provider.create(req);
+        first.catch(() => {});
+        let second: Promise<string> = Promise.resolve('');
+        let deleting: Promise<void> = Promise.resolve();
+        try {
+          expect(await within(gate.reached, 10_000), 'the first Create reached the backend').toBe(
+            true,
+          );
+          second = t.provider.create(req);
+          second.catch(() => {});
+          deleting = t.provider.delete(id);
+          deleting.catch(() => {});
+          await new Promise((r) => setTimeout(r, 50));
+        } finally {
+          gate.release();
+        }
+        expect(await outcome(first), 'the first Create').toBe('resolved');
+        expect(await outcome(second), 'the second Create').toBe('resolved');
+        expect(await second, 'the ID of the second Create').toBe(id);
+        expect(await outcome(deleting), 'the Delete issued while they ran').toBe('resolved');
+        await expectGone(t, id);
+        const after = await counts(t);
+        expect(after.instances, 'instances after two Creates and a Delete').toBe(before.instances);
+        expect(after.secondary, 'secondary resources after two Creates and a Delete').toBe(
+          before.secondary,
+        );
+      },
+    );
 
     test(opts, 'Get right after Create answers with the instance', async (t) => {
       const id = await t.provider.create(t.request());

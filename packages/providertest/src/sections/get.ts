@@ -57,6 +57,8 @@ export function describeGetConformance(opts: ConformanceOptions): void {
       expect(inst.ip, 'the IP of a Stopped instance').toBeUndefined();
       await t.harness.setState(id, 'stopped');
       expect((await t.provider.get(id)).state, 'the state of a stopped instance').toBe('Stopped');
+      expect(await outcome(t.provider.delete(id)), 'Delete of a stopped instance').toBe('resolved');
+      await expectGone(t, id);
     });
 
     test(opts, 'Running requires an IP', async (t) => {
@@ -140,9 +142,14 @@ export function describeGetConformance(opts: ConformanceOptions): void {
             expect(classOf(await rejection(t.provider.get(id))), 'Get while locked').toBe(
               'Transient',
             );
+            expect(await outcome(t.provider.delete(id)), 'Delete while locked').toBe('Transient');
           } finally {
             await release();
           }
+          expect(
+            await t.harness.instanceCount(),
+            'instances after a Delete while locked',
+          ).toBeGreaterThan(0);
           const after = await settleWithin(t.provider.get(id), 10_000);
           expect(after.state, 'Get once the lock is released (the harness releases it)').toBe(
             'resolved',

@@ -63,6 +63,10 @@ export function describeObservabilityConformance(opts: ConformanceOptions): void
         loud.map((l) => l.msg),
         'lines at info and above',
       ).toEqual([]);
+      expect(
+        t.logs.lines.filter((l) => l.fields.provider !== t.provider.name).map((l) => l.msg),
+        'lines that do not name the provider',
+      ).toEqual([]);
       for (const op of ['create', 'get', 'list', 'delete']) {
         const lines = t.logs.lines.filter((l) => l.msg === `provider ${op} succeeded`);
         expect(lines, `outcome lines for ${op}`).toHaveLength(1);

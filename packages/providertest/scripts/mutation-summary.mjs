@@ -1,0 +1,75 @@
+// Summarises reports/mutation/mutation.json: the score over behavioural mutants only. Left out:
+// string-literal mutants (messages), mutants on lines that only log, and the reviewed
+// equivalent mutants of mutation-equivalents.json (each with the reason it cannot change what
+// a caller of the provider sees). `--survivors` lists the behavioural mutants that survived.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const report = JSON.parse(readFileSync(here('../reports/mutation/mutation.json'), 'utf8'));
+const equivalents = JSON.parse(readFileSync(here('./mutation-equivalents.json'), 'utf8'));
+const listSurvivors = process.argv.includes('--survivors');
+
+/** Line numbers (1-based) that belong to a statement that only logs. */
+function logOnlyLines(source) {
+  const lines = source.split('\n');
+  const out = new Set();
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*this\.log\.(trace|debug|info|warn|error)\(/.test(lines[i])) continue;
+    let depth = 0;
+    for (let j = i; j < lines.length; j++) {
+      out.add(j + 1);
+      for (const ch of lines[j]) depth += ch === '(' ? 1 : ch === ')' ? -1 : 0;
+      if (depth <= 0 && /;\s*$/.test(lines[j])) break;
+    }
+  }
+  return out;
+}
+
+const equivalent = (file, m) =>
+  equivalents.find(
+    (e) =>
+      file.endsWith(e.file) &&
+      e.mutator === m.mutatorName &&
+      e.line === m.location.start.line &&
+      (e.replacement === undefined || e.replacement === m.replacement),
+  );
+
+const KILLED = new Set(['Killed', 'Timeout']);
+const rows = [];
+const survivors = [];
+const unusedEquivalents = new Set(equivalents);
+for (const [file, { source, mutants }] of Object.entries(report.files)) {
+  const logOnly = logOnlyLines(source);
+  let total = 0;
+  let killed = 0;
+  let excluded = 0;
+  for (const m of mutants) {
+    const eq = equivalent(file, m);
+    if (eq !== undefined) unusedEquivalents.delete(eq);
+    if (m.mutatorName === 'StringLiteral' || logOnly.has(m.location.start.line) || eq) {
+      excluded++;
+      continue;
+    }
+    total++;
+    if (KILLED.has(m.status)) killed++;
+    else survivors.push({ file, m });
+  }
+  rows.push({ file, total, killed, excluded, all: mutants.length });
+}
+console.log('behavioural mutation score (string literals, log-only lines and reviewed equivalents left out)');
+for (const r of rows) {
+  const pct = r.total === 0 ? 100 : (100 * r.killed) / r.total;
+  console.log(
+    `${r.file}: ${pct.toFixed(1)}% (${r.killed} of ${r.total} killed; ${r.excluded} of ${r.all} left out)`,
+  );
+}
+if (listSurvivors) {
+  for (const { file, m } of survivors) {
+    const at = `${file}:${m.location.start.line}:${m.location.start.column}`;
+    console.log(`${m.status.padEnd(10)} ${at} ${m.mutatorName} -> ${JSON.stringify(m.replacement)}`);
+  }
+}
+for (const e of unusedEquivalents) {
+  console.log(`stale equivalent (no such mutant now): ${e.file}:${e.line} ${e.mutator}`);
+}
