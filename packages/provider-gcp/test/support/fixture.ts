@@ -54,7 +54,7 @@ let tokens = 0;
 
 /** Builds a provider over a fresh double, with the conformance harness. */
 export async function createGcpFixture(
-  deps: ConformanceDeps,
+  deps: Partial<ConformanceDeps>,
   o: GcpFixtureOptions = {},
 ): Promise<GcpFixture> {
   const token = `ya29.test-token-${++tokens}`;
