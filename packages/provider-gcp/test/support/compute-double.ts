@@ -120,6 +120,8 @@ export interface ComputeDoubleOptions {
   readonly autoStart?: boolean;
   /** The longest `operations.wait` holds a request (the real API: 2 minutes; default 2000 ms). */
   readonly waitMs?: number;
+  /** The most results a page holds whatever `maxResults` asks (the API may return fewer; default 500). */
+  readonly pageCap?: number;
 }
 
 const MACHINE_TYPES: Record<string, { guestCpus: number; memoryMb: number; description: string }> =
@@ -204,6 +206,7 @@ export class ComputeDouble {
   opMs: number;
   autoStart: boolean;
   readonly waitMs: number;
+  readonly pageCap: number;
   url = '';
   /** `instances` by `zone/name`. */
   readonly instances = new Map<string, Json>();
@@ -227,6 +230,7 @@ export class ComputeDouble {
   /** A 401 names the token it refused (a careless server, for leak tests). */
   echoCredential = false;
   #malformed: string[] = [];
+  #canned: { status: number; body: unknown }[] = [];
   #malformedKinds = ['empty-object', 'not-json', 'null', 'wrong-type'];
   #malformedTurn = 0;
   #blocker: { skip: number; gate: HarnessGate } | undefined;
@@ -242,6 +246,7 @@ export class ComputeDouble {
     this.opMs = o.opMs ?? 25;
     this.autoStart = o.autoStart ?? true;
     this.waitMs = o.waitMs ?? 2000;
+    this.pageCap = o.pageCap ?? 500;
   }
 
   // ---- harness controls ----------------------------------------------------------------------
@@ -267,6 +272,18 @@ export class ComputeDouble {
   injectMalformed(kind?: string): void {
     const k = kind ?? (this.#malformedKinds[this.#malformedTurn++ % 4] as string);
     this.#malformed.push(k);
+  }
+
+  /** The next request (once authorised) is answered with this status and body instead. */
+  answerNext(status: number, body: unknown): void {
+    this.#canned.push({ status, body });
+  }
+
+  /** Stores an operation resource as the API would list it (a captured failure, say). */
+  plantOperation(op: Json): void {
+    const zone = String(op.zone ?? '').replace(/^.*\/zones\//, '');
+    const scope = zone === '' ? 'global' : `zones/${zone}`;
+    this.operations.set(`${scope}/${String(op.name)}`, { json: { ...op }, scope });
   }
 
   /** Finishes every running operation now. */
@@ -397,6 +414,15 @@ export class ComputeDouble {
     let answer: { status: number; body?: unknown };
     try {
       this.#authorize(req.headers.authorization);
+      const canned = this.#canned.shift();
+      if (canned !== undefined) {
+        res.writeHead(canned.status, {
+          'content-type': 'application/json; charset=UTF-8',
+          server: 'ESF',
+        });
+        res.end(JSON.stringify(canned.body));
+        return;
+      }
       const text = Buffer.concat(chunks).toString('utf8');
       const body = text === '' ? undefined : (JSON.parse(text) as Json);
       answer = await this.#route(method, url, body);
@@ -1176,12 +1202,12 @@ export class ComputeDouble {
 
   #pageSize(q: URLSearchParams): number {
     const raw = q.get('maxResults');
-    if (raw === null) return 500;
+    if (raw === null) return this.pageCap;
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 0)
       throw invalid('maxResults', raw, 'Must be a non-negative integer.');
     if (n > 500) throw invalid('maxResults', raw, 'Must be less than or equal to 500');
-    return n === 0 ? 500 : n;
+    return Math.min(n === 0 ? 500 : n, this.pageCap);
   }
 
   #offset(q: URLSearchParams): number {
