@@ -57,6 +57,7 @@ type ClientOptions = NonNullable<ConstructorParameters<Sdk['InstancesClient']>[0
 type Closable = { close(): Promise<void> };
 
 const RAW_PAYLOAD = Symbol.for('google-gax.rawHttpResponsePayload');
+const DECODE_FAILURE = /Received null|malformed response|fromProto3JSON|cannot contain value/;
 
 /** Builds the production seam over `@google-cloud/compute`. Makes no call and loads nothing yet. */
 export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
@@ -324,8 +325,10 @@ export function translate(err: unknown, budget: number): unknown {
   }
   const cause = e.cause;
   if (cause instanceof SyntaxError) return new SyntaxError(cause.message);
-  if (cause instanceof TypeError) return new TypeError(cause.message);
-  if (/Received null|malformed response/i.test(e.message)) {
+  if (cause instanceof TypeError || cause instanceof RangeError) return new TypeError(cause.message);
+  // The client's decoder of a 200 answer throws plain errors for a null body or a field of
+  // the wrong type; a transport failure never says this.
+  if (DECODE_FAILURE.test(e.message)) {
     return new TypeError(`the API's answer could not be read: ${e.message}`);
   }
   if (grpcCode === 4) {

@@ -30,7 +30,8 @@ function tokenize(src: string): Token[] {
       let text = '';
       while (j < src.length && src[j] !== ch) {
         if (src[j] === '\\' && j + 1 < src.length) {
-          text += src[j + 1];
+          // An escaped quote is the quote; other escapes stay (they are regular expressions).
+          text += src[j + 1] === ch ? ch : `\\${src[j + 1]}`;
           j += 2;
         } else {
           text += src[j];
