@@ -325,7 +325,9 @@ export function translate(err: unknown, budget: number): unknown {
   }
   const cause = e.cause;
   if (cause instanceof SyntaxError) return new SyntaxError(cause.message);
-  if (cause instanceof TypeError || cause instanceof RangeError) return new TypeError(cause.message);
+  if (cause instanceof TypeError || cause instanceof RangeError) {
+    return new TypeError(cause.message);
+  }
   // The client's decoder of a 200 answer throws plain errors for a null body or a field of
   // the wrong type; a transport failure never says this.
   if (DECODE_FAILURE.test(e.message)) {

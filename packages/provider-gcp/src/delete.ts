@@ -14,6 +14,7 @@ import type { GcpContext } from './context.js';
 import { ComputeApiError, OperationFailedError } from './errors.js';
 import { type GcpId, instanceLink } from './ids.js';
 import { readMark } from './labels.js';
+import type { InstanceView } from './seam.js';
 
 /** Deletes the instance and its rule, leaving alone what is not the caller's. */
 export async function deleteInstance(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
@@ -29,12 +30,13 @@ export async function deleteInstance(c: GcpContext, id: GcpId, ctx: DeleteContex
       );
       return;
     }
-    await submitDelete(c, id, ctx);
+    await submitDelete(c, { ...inst, zone: inst.zone === '' ? id.zone : inst.zone }, ctx);
   }
   if (c.config.firewall.enabled) await deleteRule(c, id, ctx);
 }
 
-async function submitDelete(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
+async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContext): Promise<void> {
+  const id: GcpId = { zone: inst.zone, name: inst.name };
   try {
     const op = await c.seam.deleteInstance(id.zone, id.name, ctx.signal);
     if (op === undefined) return;
@@ -44,13 +46,20 @@ async function submitDelete(c: GcpContext, id: GcpId, ctx: DeleteContext): Promi
     c.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp delete accepted');
   } catch (err) {
     if (!(err instanceof ComputeApiError && err.reasons.includes('resourceNotReady'))) throw err;
-    // The instance is busy: fine when that is its deletion, Transient otherwise.
+    // The instance is busy: fine when that is its own deletion (running, or finished by now),
+    // Transient otherwise.
     const ops = await c.seam.listInstanceOperations(
       id.zone,
       instanceLink(c.config.project, id),
       ctx.signal,
     );
-    const deleting = ops.find((op) => op.operationType === 'delete' && op.status !== 'DONE');
+    const born = Date.parse(inst.creationTimestamp ?? '');
+    const deleting = ops.find(
+      (op) =>
+        op.operationType === 'delete' &&
+        op.errors.length === 0 &&
+        !(Date.parse(op.insertTime) < born),
+    );
     if (deleting === undefined) {
       throw ctx.transient(`instance ${id.name} is busy with another operation; try again`, err);
     }

@@ -225,6 +225,63 @@ describe('asynchronous insert failures', () => {
   });
 });
 
+describe('Delete while a deletion runs', () => {
+  it('a second Delete whose instance is busy with its own deletion succeeds, even when that deletion ends meanwhile', async () => {
+    const fx = await createGcpFixture(
+      {},
+      { config: { firewall: { enabled: false } }, double: { opMs: 60_000 } },
+    );
+    try {
+      const req = request();
+      const id = await fx.provider.create(req);
+      fx.double.settle();
+      await fx.provider.delete(id);
+      // The second Delete: instances.get, instances.delete (400 resourceNotReady), then the
+      // operations list, held until the first deletion has finished.
+      const gate = fx.double.blockCalls(2);
+      const second = fx.provider.delete(id);
+      await gate.reached;
+      fx.double.settle();
+      gate.release();
+      await expect(second).resolves.toBeUndefined();
+      expect(await fx.provider.get(id).catch(isNotFound)).toBe(true);
+    } finally {
+      await fx.cleanup?.();
+    }
+  });
+
+  it('an instance busy with something else than its deletion is Transient', async () => {
+    const fx = await createGcpFixture({}, { config: { firewall: { enabled: false } } });
+    try {
+      const id = await fx.provider.create(request());
+      fx.double.settle();
+      const key = id.replace(/^zones\//, '').replace('/instances/', '/');
+      // instances.get answers the instance; instances.delete answers resourceNotReady; the
+      // operations list (real) holds no deletion.
+      fx.double.answerNext(200, fx.double.instances.get(key));
+      fx.double.answerNext(400, {
+        error: {
+          code: 400,
+          message: `The resource 'projects/${fx.double.project}/${id}' is not ready`,
+          errors: [
+            {
+              message: `The resource 'projects/${fx.double.project}/${id}' is not ready`,
+              domain: 'global',
+              reason: 'resourceNotReady',
+            },
+          ],
+        },
+      });
+      const err = await fx.provider.delete(id).catch((e) => e);
+      expect(errorClassOf(err)).toBe('Transient');
+      expect(err.message).toContain('busy with another operation');
+      expect(fx.double.instances.has(key)).toBe(true);
+    } finally {
+      await fx.cleanup?.();
+    }
+  });
+});
+
 describe('internal-IP mode', () => {
   let fx: GcpFixture;
   beforeAll(async () => {
