@@ -3,7 +3,7 @@
 // the API calls each operation makes, counted over the wire.
 import { type CreateRequest, errorClassOf, isNotFound } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { firewallName } from '../src/index.js';
 import { quotaFailure, stockoutFailure } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture, tokenClient } from './support/fixture.js';
@@ -533,18 +533,31 @@ describe('logs and spans', () => {
 });
 
 describe('close', () => {
-  it('closes the SDK clients; calls after it fail', async () => {
+  it('closes every SDK client it built; calls after it fail without a request', async () => {
+    const compute = await import('@google-cloud/compute');
+    const closes = [
+      vi.spyOn(compute.InstancesClient.prototype, 'close'),
+      vi.spyOn(compute.v1beta.InstancesClient.prototype, 'close'),
+      vi.spyOn(compute.ZoneOperationsClient.prototype, 'close'),
+      vi.spyOn(compute.FirewallsClient.prototype, 'close'),
+    ];
     const fx = await createGcpFixture({}, { config: { firewall: { enabled: false } } });
     try {
       const id = await fx.provider.create(request());
+      await fx.provider.listByTag();
       await fx.provider.close?.();
+      // Built: instances (v1), the listing (v1beta); never built: operations, firewalls.
+      expect(closes.map((c) => c.mock.calls.length)).toEqual([1, 1, 0, 0]);
       const err = await fx.provider.get(id).catch((e) => e);
       expect(errorClassOf(err)).toBe('Transient');
       expect(err.message).toContain('closed');
       const before = fx.double.requests.length;
       await fx.provider.listByTag().catch(() => {});
       expect(fx.double.requests.length).toBe(before);
+      await fx.provider.close?.();
+      expect(closes.map((c) => c.mock.calls.length)).toEqual([1, 1, 0, 0]);
     } finally {
+      for (const c of closes) c.mockRestore();
       await fx.double.close();
     }
   });
