@@ -117,11 +117,12 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
 
   /** Reads the token (declaring it secret) and builds the call options. */
   const prepare = async (budget: number, signal: AbortSignal | undefined): Promise<CallOptions> => {
-    const a = await loadAuth();
+    const a = await bounded(loadAuth(), signal, undefined, '');
     let token: unknown;
     try {
-      token = await a.getAccessToken();
+      token = await bounded(a.getAccessToken(), signal, budget, 'the access token');
     } catch (err) {
+      if (signal?.aborted || err instanceof ComputeApiError) throw err;
       throw credentialsError(err);
     }
     const value =
@@ -138,15 +139,18 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
   const read = config.timeouts.readMs;
   const write = config.timeouts.writeMs;
 
-  /** Runs one SDK call; a 404 answer is `undefined` when `notFound` says so. */
-  async function call<T>(
+  /** Runs one SDK call with its budget and signal; the client is built first if need be. */
+  async function call<C, T>(
     budget: number,
     signal: AbortSignal | undefined,
-    run: (opts: CallOptions) => Promise<T>,
+    kind: () => Promise<C>,
+    run: (c: C, opts: CallOptions) => Promise<T>,
   ): Promise<T> {
     const opts = await prepare(budget, signal);
+    // Loading the SDK takes seconds the first time: a cancelled call does not wait for it.
+    const c = await bounded(kind(), signal, undefined, '');
     try {
-      return await run(opts);
+      return await run(c, opts);
     } catch (err) {
       throw translate(err, budget);
     }
@@ -163,15 +167,13 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
   const seam: ComputeSeam = {
     getInstance: (zone, name, signal) =>
       orMissing(
-        call(read, signal, async (opts) => {
-          const c = await instances();
+        call(read, signal, instances, async (c, opts) => {
           const [inst] = await c.get({ project, zone, instance: name }, opts);
           return instanceView(inst, zone, 'instances.get');
         }),
       ),
     insertInstance: (zone, body, signal) =>
-      call(write, signal, async (opts) => {
-        const c = await instances();
+      call(write, signal, instances, async (c, opts) => {
         const [lro] = await c.insert(
           { project, zone, instanceResource: body as unknown as Record<string, unknown> },
           opts,
@@ -180,15 +182,13 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
       }),
     deleteInstance: (zone, name, signal) =>
       orMissing(
-        call(write, signal, async (opts) => {
-          const c = await instances();
+        call(write, signal, instances, async (c, opts) => {
           const [lro] = await c.delete({ project, zone, instance: name }, opts);
           return operationView(lro.latestResponse, 'instances.delete');
         }),
       ),
     listInstances: (filter, signal) =>
-      call(read, signal, async (opts) => {
-        const c = await listing();
+      call(read, signal, listing, async (c, opts) => {
         const out: InstanceView[] = [];
         const unreachable: string[] = [];
         const iterable = c.aggregatedListAsync(
@@ -201,8 +201,7 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
         return { instances: out, unreachable } satisfies ListedInstances;
       }),
     probeInstances: (filter, signal) =>
-      call(read, signal, async (opts) => {
-        const c = await listing();
+      call(read, signal, listing, async (c, opts) => {
         const iterable = c.aggregatedListAsync(
           { project, filter, returnPartialSuccess: true, maxResults: 1 },
           { ...opts, autoPaginate: false },
@@ -213,8 +212,7 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
         }
       }),
     listInstanceOperations: (zone, targetLink, signal) =>
-      call(read, signal, async (opts) => {
-        const c = await zoneOps();
+      call(read, signal, zoneOps, async (c, opts) => {
         const [ops] = await c.list(
           { project, zone, filter: `targetLink = "${targetLink}"` },
           { ...opts, autoPaginate: false },
@@ -227,23 +225,20 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
       }),
     deleteOperation: async (zone, name, signal) => {
       await orMissing(
-        call(read, signal, async (opts) => {
-          const c = await zoneOps();
+        call(read, signal, zoneOps, async (c, opts) => {
           await c.delete({ project, zone, operation: name }, opts);
         }),
       );
     },
     getFirewall: (name, signal) =>
       orMissing(
-        call(read, signal, async (opts) => {
-          const c = await firewalls();
+        call(read, signal, firewalls, async (c, opts) => {
           const [rule] = await c.get({ project, firewall: name }, opts);
           return firewallView(rule);
         }),
       ),
     insertFirewall: (body: FirewallBody, signal) =>
-      call(write, signal, async (opts) => {
-        const c = await firewalls();
+      call(write, signal, firewalls, async (c, opts) => {
         const [lro] = await c.insert(
           { project, firewallResource: body as unknown as Record<string, unknown> },
           opts,
@@ -252,8 +247,7 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
       }),
     deleteFirewall: (name, signal) =>
       orMissing(
-        call(write, signal, async (opts) => {
-          const c = await firewalls();
+        call(write, signal, firewalls, async (c, opts) => {
           const [lro] = await c.delete({ project, firewall: name }, opts);
           return operationView(lro.latestResponse, 'firewalls.delete');
         }),
@@ -276,6 +270,53 @@ export function createComputeAdapter(o: ComputeAdapterOptions): ComputeAdapter {
       );
     },
   };
+}
+
+/**
+ * Waits for `p`, or rejects with the signal's reason when it fires, or with a
+ * Transient {@link ComputeApiError} once `ms` have passed (when given).
+ * `p` is not stopped.
+ */
+function bounded<T>(
+  p: Promise<T>,
+  signal: AbortSignal | undefined,
+  ms: number | undefined,
+  what: string,
+): Promise<T> {
+  if (signal === undefined && ms === undefined) return p;
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    const onAbort = () => {
+      done();
+      reject(signal?.reason);
+    };
+    if (signal?.aborted) {
+      p.catch(() => {});
+      reject(signal.reason);
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (ms !== undefined) {
+      timer = setTimeout(() => {
+        done();
+        reject(new ComputeApiError({ message: `${what}: no answer within ${ms} ms`, grpcCode: 4 }));
+      }, ms);
+    }
+    p.then(
+      (v) => {
+        done();
+        resolve(v);
+      },
+      (e: unknown) => {
+        done();
+        reject(e);
+      },
+    );
+  });
 }
 
 /** The credentials error of a failed token read, without the library's details. */

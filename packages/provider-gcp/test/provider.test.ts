@@ -577,6 +577,29 @@ describe('credentials', () => {
     }
   });
 
+  it('a token source that never answers: the signal and the budget still end the call', async () => {
+    const fx = await createGcpFixture(
+      {},
+      { config: { firewall: { enabled: false }, timeouts: { readMs: 3000, writeMs: 3000 } } },
+    );
+    try {
+      fx.auth.getAccessToken = () => new Promise(() => {});
+      const t0 = performance.now();
+      const cancelled = await fx.provider
+        .get(`zones/${zone}/instances/x2`, { signal: AbortSignal.timeout(50) })
+        .catch((e) => e);
+      expect(errorClassOf(cancelled)).toBe('Transient');
+      // Well before the 3000 ms budget: the signal ended it, not the budget.
+      expect(performance.now() - t0).toBeLessThan(2000);
+      const late = await fx.provider.get(`zones/${zone}/instances/x2`).catch((e) => e);
+      expect(errorClassOf(late)).toBe('Transient');
+      expect(late.message).toBe('the access token: no answer within 3000 ms');
+      expect((await fx.provider.check!())[0]?.reason).toBe('Timeout');
+    } finally {
+      await fx.cleanup?.();
+    }
+  });
+
   it('no credentials at all: CredentialsUnavailable, and Transient from the operations', async () => {
     const fx = await createGcpFixture({}, { config: { firewall: { enabled: false } } });
     try {
