@@ -22,16 +22,23 @@ export const GcpReason = {
   ProjectNotFound: 'ProjectNotFound',
 } as const;
 
-/** The Checker's one target: the project, reached at the endpoint. */
+/** The Checker's one target: the project, reached at the endpoint, with its config facts. */
 export function checkTargets(c: GcpContext): CheckTarget[] {
-  return [{ target: c.config.project, address: endpointParts(c.config.endpoint).host }];
+  return [
+    {
+      target: c.config.project,
+      address: endpointParts(c.config.endpoint).host,
+      details: {
+        project: c.config.project,
+        endpoint: c.config.endpoint,
+        zones: c.config.zones.join(','),
+      },
+    },
+  ];
 }
 
 /** Checks the project with one listing page; names the reason of a failure. */
 export async function checkProject(c: GcpContext, ctx: CheckContext): Promise<CheckAnswer> {
-  ctx.details.project = c.config.project;
-  ctx.details.endpoint = c.config.endpoint;
-  ctx.details.zones = c.config.zones.join(',');
   try {
     await c.seam.probeInstances(MANAGED_FILTER, ctx.signal);
     return { reason: Reason.Reachable, message: 'listed instances' };

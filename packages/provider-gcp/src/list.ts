@@ -6,11 +6,10 @@
  *
  * @module
  */
-import { belongsTo, type Instance, type OperationContext } from '@proxy-op/contract';
+import { type Instance, markedInstances, type OperationContext } from '@proxy-op/contract';
 import type { GcpContext } from './context.js';
 import { formatId } from './ids.js';
 import { MANAGED_FILTER, readMark } from './labels.js';
-import { addressOf, mapState } from './state.js';
 
 /** Every instance of the project marked for `installation`. */
 export async function listInstances(
@@ -22,20 +21,13 @@ export async function listInstances(
   if (unreachable.length > 0) {
     c.log.debug({ zones: unreachable.join(',') }, 'gcp zones unreachable; left out of the listing');
   }
-  const out: Instance[] = [];
-  for (const inst of instances) {
-    const mark = readMark(inst.labels, inst.creationTimestamp);
-    if (mark === undefined || !belongsTo(mark, installation) || inst.zone === '') continue;
-    const address = addressOf(inst, c.config.addressMode);
-    const state = mapState(inst.status, address);
-    out.push({
-      id: formatId({ zone: inst.zone, name: inst.name }),
-      uid: mark.uid,
-      createdAt: mark.createdAt,
-      state,
-      ip: state === 'Running' ? address : undefined,
-      installation: mark.installation,
-    });
-  }
-  return out;
+  return markedInstances(
+    installation,
+    instances
+      .filter((inst) => inst.zone !== '')
+      .map((inst) => ({
+        id: formatId({ zone: inst.zone, name: inst.name }),
+        mark: readMark(inst.labels, inst.creationTimestamp),
+      })),
+  );
 }

@@ -594,7 +594,14 @@ describe('credentials', () => {
       const late = await fx.provider.get(`zones/${zone}/instances/x2`).catch((e) => e);
       expect(errorClassOf(late)).toBe('Transient');
       expect(late.message).toBe('the access token: no answer within 3000 ms');
-      expect((await fx.provider.check!())[0]?.reason).toBe('Timeout');
+      const [timedOut] = await fx.provider.check!();
+      expect(timedOut?.reason).toBe('Timeout');
+      // A target that ran out of time still reports its config facts.
+      expect(timedOut?.details).toEqual({
+        project: fx.double.project,
+        endpoint: fx.double.url,
+        zones: 'us-central1-a,us-central1-b',
+      });
     } finally {
       await fx.cleanup?.();
     }

@@ -25,7 +25,7 @@ import {
 export const GCP_CREDENTIAL_SENTINEL = 'ya29.SENTINEL-4c9e1f-never-log-me';
 
 /** The per-call budget the conformance provider is built with. */
-export const CALL_BUDGET_MS = 1500;
+export const CALL_BUDGET_MS = 3000;
 
 /** An OAuth2 client that presents a fixed access token (no refresh), as a short-lived ADC token would. */
 export function tokenClient(token: string): OAuth2Client {
