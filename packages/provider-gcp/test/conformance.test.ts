@@ -4,11 +4,14 @@ import { describeProviderConformance } from '@proxy-op/providertest';
 import * as vitest from 'vitest';
 import { profile } from '../src/index.js';
 import { createGcpFixture } from './support/fixture.js';
+import { WARM_MS, warmSdk } from './support/sdk.js';
+
+vitest.beforeAll(warmSdk, WARM_MS);
 
 describeProviderConformance({
   vitest,
   factory: (deps) => createGcpFixture(deps),
   profile,
   checker: true,
-  timeoutMs: 60_000,
+  timeoutMs: 120_000,
 });

@@ -12,8 +12,11 @@ import * as vitest from 'vitest';
 import { firewallName } from '../src/index.js';
 import { type ComputeDouble, quotaFailure } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture } from './support/fixture.js';
+import { WARM_MS, warmSdk } from './support/sdk.js';
 
-const { afterAll, beforeAll, expect, it } = vitest;
+const { afterAll, beforeAll, expect } = vitest;
+/** gcloud takes seconds per command, tens of seconds on a busy machine. */
+const it = (name: string, fn: () => Promise<void>) => vitest.it(name, fn, 240_000);
 
 describeWithPeers(vitest, 'gcloud against the Compute API double', ['gcloud'], () => {
   let fx: GcpFixture;
@@ -25,6 +28,7 @@ describeWithPeers(vitest, 'gcloud against the Compute API double', ['gcloud'], (
   const userData = '#cloud-config\nruncmd: [echo "made by gcloud"]\n';
 
   beforeAll(async () => {
+    await warmSdk();
     fx = await createGcpFixture({});
     double = fx.double;
     provider = fx.provider;
@@ -42,7 +46,7 @@ describeWithPeers(vitest, 'gcloud against the Compute API double', ['gcloud'], (
       CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK: '1',
       CLOUDSDK_CORE_DISABLE_USAGE_REPORTING: 'true',
     };
-  });
+  }, WARM_MS);
 
   afterAll(async () => {
     await fx?.cleanup?.();

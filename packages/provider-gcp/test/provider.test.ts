@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { firewallName } from '../src/index.js';
 import { quotaFailure, stockoutFailure } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture, tokenClient } from './support/fixture.js';
+import { WARM_MS, warmSdk } from './support/sdk.js';
+
+beforeAll(warmSdk, WARM_MS);
 
 const zone = 'us-central1-a';
 let n = 0;
@@ -130,6 +133,12 @@ describe('API calls per operation (firewall rule on)', () => {
       `DELETE /zones/${zone}/instances/<name>`,
       'GET /global/firewalls/<rule>',
       'DELETE /global/firewalls/<rule>',
+    ]);
+    fx.double.settle();
+    expect(await callsOf(fx, () => p.delete(id))).toEqual([
+      `GET /zones/${zone}/instances/<name>`,
+      `GET /zones/${zone}/operations`,
+      'GET /global/firewalls/<rule>',
     ]);
   });
 });

@@ -9,6 +9,9 @@ import { ComputeApiError } from '../src/errors.js';
 import { errorFixtures } from './support/cases.js';
 import { SELF_LINK_BASE } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture } from './support/fixture.js';
+import { WARM_MS, warmSdk } from './support/sdk.js';
+
+beforeAll(warmSdk, WARM_MS);
 
 const fixture = (name: string) =>
   JSON.parse(readFileSync(new URL(`fixtures/compute/${name}`, import.meta.url), 'utf8'));
