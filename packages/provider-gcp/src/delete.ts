@@ -1,0 +1,95 @@
+/**
+ * Delete: submits the instance's deletion and returns (profile
+ * `deleteReturn: returns-early`); the boot disk goes with the instance
+ * (`autoDelete`), the opt-in firewall rule is deleted by name. What is not
+ * the caller's is left alone. When the instance is already gone, its failed
+ * inserts are forgotten (their operations deleted), so Get answers NotFound
+ * instead of the old failure.
+ *
+ * @module
+ */
+import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
+import { firewallMark, firewallName } from './build.js';
+import type { GcpContext } from './context.js';
+import { ComputeApiError, OperationFailedError } from './errors.js';
+import { type GcpId, instanceLink } from './ids.js';
+import { readMark } from './labels.js';
+import type { InstanceView } from './seam.js';
+
+/** Deletes the instance and its rule, leaving alone what is not the caller's. */
+export async function deleteInstance(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
+  const inst = await c.seam.getInstance(id.zone, id.name, ctx.signal);
+  if (inst === undefined) {
+    await forgetFailedInserts(c, id, ctx);
+  } else {
+    const problem = deletionProblem(readMark(inst.labels, inst.creationTimestamp), ctx.owner);
+    if (problem !== undefined) {
+      c.log.debug(
+        { name: id.name, zone: id.zone, problem },
+        'gcp instance not the caller’s; left alone',
+      );
+      return;
+    }
+    await submitDelete(c, { ...inst, zone: inst.zone === '' ? id.zone : inst.zone }, ctx);
+  }
+  if (c.config.firewall.enabled) await deleteRule(c, id, ctx);
+}
+
+async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContext): Promise<void> {
+  const id: GcpId = { zone: inst.zone, name: inst.name };
+  try {
+    const op = await c.seam.deleteInstance(id.zone, id.name, ctx.signal);
+    if (op === undefined) return;
+    if (op.status === 'DONE' && op.errors.length > 0) {
+      throw new OperationFailedError(`the delete of instance ${id.name}`, op);
+    }
+    c.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp delete accepted');
+  } catch (err) {
+    if (!(err instanceof ComputeApiError && err.reasons.includes('resourceNotReady'))) throw err;
+    // The instance is busy: fine when that is its own deletion (running, or finished by now),
+    // Transient otherwise.
+    const ops = await c.seam.listInstanceOperations(
+      id.zone,
+      instanceLink(c.config.project, id),
+      ctx.signal,
+    );
+    const born = Date.parse(inst.creationTimestamp ?? '');
+    const deleting = ops.find(
+      (op) =>
+        op.operationType === 'delete' &&
+        op.errors.length === 0 &&
+        !(Date.parse(op.insertTime) < born),
+    );
+    if (deleting === undefined) {
+      throw ctx.transient(`instance ${id.name} is busy with another operation; try again`, err);
+    }
+    c.log.debug({ name: id.name, operation: deleting.name }, 'gcp delete already in progress');
+  }
+}
+
+/** Deletes the failed insert operations of a missing instance, so Get is NotFound. */
+async function forgetFailedInserts(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
+  const ops = await c.seam.listInstanceOperations(
+    id.zone,
+    instanceLink(c.config.project, id),
+    ctx.signal,
+  );
+  for (const op of ops) {
+    if (op.operationType === 'insert' && op.status === 'DONE' && op.errors.length > 0) {
+      await c.seam.deleteOperation(id.zone, op.name, ctx.signal);
+    }
+  }
+}
+
+/** Deletes the instance's firewall rule when its mark says it is the caller's. */
+async function deleteRule(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
+  const name = firewallName(id);
+  const rule = await c.seam.getFirewall(name, ctx.signal);
+  if (rule === undefined) return;
+  const problem = deletionProblem(firewallMark(rule.description), ctx.owner);
+  if (problem !== undefined) {
+    c.log.debug({ firewall: name, problem }, 'gcp firewall rule not the caller’s; left alone');
+    return;
+  }
+  await c.seam.deleteFirewall(name, ctx.signal);
+}

@@ -1,0 +1,77 @@
+/**
+ * Get: the instance, or why there is none. One call (`instances.get`) when
+ * the instance exists; when it does not, a second one reads its insert
+ * operations, so an insert the API accepted and then failed (quota, a
+ * missing image) is reported with the API's reason and its class instead of
+ * NotFound, and an insert still running is Transient.
+ *
+ * @module
+ */
+import type { Instance, OperationContext, ProviderError } from '@proxy-op/contract';
+import type { GcpContext } from './context.js';
+import { operationErrorClass } from './errors.js';
+import { formatId, type GcpId, instanceLink } from './ids.js';
+import { readMark } from './labels.js';
+import type { OperationView } from './seam.js';
+import { addressOf, mapState } from './state.js';
+
+/** Reads the instance back from the API. */
+export async function getInstance(
+  c: GcpContext,
+  id: GcpId,
+  ctx: OperationContext,
+): Promise<Instance> {
+  const inst = await c.seam.getInstance(id.zone, id.name, ctx.signal);
+  if (inst === undefined) throw await whyMissing(c, id, ctx);
+  const mark = readMark(inst.labels, inst.creationTimestamp);
+  if (mark === undefined) throw ctx.notFound(`instance ${id.name} is not managed by proxy-op`);
+  const address = addressOf(inst, c.config.addressMode);
+  const state = mapState(inst.status, address);
+  const ip = state === 'Running' ? address : undefined;
+  c.log.trace({ name: id.name, status: inst.status, state, ip }, 'gcp instance read');
+  return {
+    id: formatId(id),
+    uid: mark.uid,
+    createdAt: mark.createdAt,
+    state,
+    ip,
+    installation: mark.installation,
+  };
+}
+
+/**
+ * The error for an instance the API does not have: Transient while its
+ * insert runs, the failed insert's own error (class and message) when it
+ * failed, NotFound otherwise.
+ */
+async function whyMissing(c: GcpContext, id: GcpId, ctx: OperationContext): Promise<ProviderError> {
+  const ops = await c.seam.listInstanceOperations(
+    id.zone,
+    instanceLink(c.config.project, id),
+    ctx.signal,
+  );
+  const insert = ops.find((op) => op.operationType === 'insert');
+  if (insert !== undefined && insert.status !== 'DONE') {
+    return ctx.transient(
+      `instance ${id.name} is being created (operation ${insert.name} is ${insert.status}); try again`,
+    );
+  }
+  if (insert !== undefined && insert.errors.length > 0) return insertFailure(id, insert, ctx);
+  return ctx.notFound(`instance ${id.name} does not exist in zone ${id.zone}`);
+}
+
+/** The error of a failed insert operation: its class and the API's message. */
+export function insertFailure(id: GcpId, op: OperationView, ctx: OperationContext): ProviderError {
+  const first = op.errors[0];
+  const code = first?.code ?? 'UNKNOWN';
+  const text = op.errors.map((e) => `${e.code}: ${e.message}`).join('; ');
+  const message = `the insert of instance ${id.name} failed (operation ${op.name}): ${text}`;
+  switch (operationErrorClass(code, op.httpErrorStatusCode)) {
+    case 'QuotaExceeded':
+      return ctx.quotaExceeded(message);
+    case 'Permanent':
+      return ctx.permanent(message);
+    default:
+      return ctx.transient(message);
+  }
+}

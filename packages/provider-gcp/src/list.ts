@@ -1,0 +1,33 @@
+/**
+ * ListByTag: one aggregated listing of every zone, filtered on the managed
+ * label by the API and on the installation here. A zone the API reports
+ * unreachable is left out (profile `listPartial: omit-unreachable`): its
+ * instances are missing from this round, never reported gone.
+ *
+ * @module
+ */
+import { type Instance, markedInstances, type OperationContext } from '@proxy-op/contract';
+import type { GcpContext } from './context.js';
+import { formatId } from './ids.js';
+import { MANAGED_FILTER, readMark } from './labels.js';
+
+/** Every instance of the project marked for `installation`. */
+export async function listInstances(
+  c: GcpContext,
+  installation: string,
+  ctx: OperationContext,
+): Promise<Instance[]> {
+  const { instances, unreachable } = await c.seam.listInstances(MANAGED_FILTER, ctx.signal);
+  if (unreachable.length > 0) {
+    c.log.debug({ zones: unreachable.join(',') }, 'gcp zones unreachable; left out of the listing');
+  }
+  return markedInstances(
+    installation,
+    instances
+      .filter((inst) => inst.zone !== '')
+      .map((inst) => ({
+        id: formatId({ zone: inst.zone, name: inst.name }),
+        mark: readMark(inst.labels, inst.creationTimestamp),
+      })),
+  );
+}
