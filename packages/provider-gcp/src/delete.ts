@@ -67,17 +67,27 @@ async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContex
   }
 }
 
-/** Deletes the failed insert operations of a missing instance, so Get is NotFound. */
+/**
+ * For a missing instance: an insert still running means the instance is on
+ * its way, so the Delete is Transient (succeeding now would leave the
+ * instance behind once the insert finishes); failed inserts are deleted, so
+ * Get is NotFound.
+ */
 async function forgetFailedInserts(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
   const ops = await c.seam.listInstanceOperations(
     id.zone,
     instanceLink(c.config.project, id),
     ctx.signal,
   );
-  for (const op of ops) {
-    if (op.operationType === 'insert' && op.status === 'DONE' && op.errors.length > 0) {
-      await c.seam.deleteOperation(id.zone, op.name, ctx.signal);
-    }
+  const inserts = ops.filter((op) => op.operationType === 'insert');
+  const running = inserts.find((op) => op.status !== 'DONE');
+  if (running !== undefined) {
+    throw ctx.transient(
+      `instance ${id.name} is still being created (operation ${running.name}); delete it again once the insert ends`,
+    );
+  }
+  for (const op of inserts) {
+    if (op.errors.length > 0) await c.seam.deleteOperation(id.zone, op.name, ctx.signal);
   }
 }
 

@@ -64,8 +64,9 @@ export function describeCreateConformance(opts: ConformanceOptions): void {
 
     test(opts, 'the shortest and the longest names work end to end', async (t) => {
       const baseline = await counts(t);
+      // A letter first and last: some backends (Compute Engine) refuse a digit at either end.
       const long = t.request().name;
-      for (const name of [long.slice(-1), long.padEnd(63, 'x')]) {
+      for (const name of [long.slice(0, 1), long.padEnd(63, 'x')]) {
         const req = t.request({ name });
         const id = await t.provider.create(req);
         expect(await uidOf(t, id), `the UID of the instance named ${name}`).toBe(req.uid);
