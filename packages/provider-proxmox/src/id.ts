@@ -14,6 +14,8 @@ export interface VmId {
 }
 
 const VMID_RE = /^[1-9][0-9]{2,8}$/;
+/** VM names this provider makes: the request's name, a lowercase DNS label. */
+const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** Formats `vms/<vmid>/<name>`. */
 export function formatId(id: VmId): string {
@@ -22,7 +24,8 @@ export function formatId(id: VmId): string {
 
 /**
  * Parses an ID strictly: three segments, the literal `vms`, a VMID from 100
- * to 999999999 without leading zeros, and a non-empty name. Anything else
+ * to 999999999 without leading zeros, and a name that is a lowercase DNS
+ * label (the only names Create gives VMs). Anything else
  * gives undefined (the operation shell makes that a Permanent error).
  */
 export function parseId(id: string): VmId | undefined {
@@ -35,7 +38,7 @@ export function parseId(id: string): VmId | undefined {
     vmid === undefined ||
     !VMID_RE.test(vmid) ||
     name === undefined ||
-    name === ''
+    !NAME_RE.test(name)
   ) {
     return undefined;
   }

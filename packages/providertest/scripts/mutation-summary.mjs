@@ -1,5 +1,6 @@
 // Summarises reports/mutation/mutation.json: the score over behavioural mutants only. Left out:
-// string-literal mutants (messages), mutants on lines that only log, and the reviewed
+// string-literal mutants (messages), mutants on lines that only log, mutants that never ran
+// (compile or load errors), and the reviewed
 // equivalent mutants of mutation-equivalents.json (each with the reason it cannot change what
 // a caller of the provider sees). `--survivors` lists the behavioural mutants that survived.
 import { readFileSync } from 'node:fs';
@@ -26,28 +27,36 @@ function logOnlyLines(source) {
   return out;
 }
 
-const equivalent = (file, m) =>
+/** The reviewed equivalent that covers mutant `m` of `file`: same file, its line holds `code`. */
+const equivalent = (file, lines, m) =>
   equivalents.find(
     (e) =>
       file.endsWith(e.file) &&
-      e.mutator === m.mutatorName &&
-      e.line === m.location.start.line &&
-      (e.replacement === undefined || e.replacement === m.replacement),
+      (lines[m.location.start.line - 1] ?? '').includes(e.code) &&
+      (e.mutators === undefined || e.mutators.includes(m.mutatorName)),
   );
 
 const KILLED = new Set(['Killed', 'Timeout']);
+// A mutant that does not compile or crashes the module on load changes no behaviour: it never ran.
+const NOT_RUN = new Set(['CompileError', 'RuntimeError']);
 const rows = [];
 const survivors = [];
 const unusedEquivalents = new Set(equivalents);
 for (const [file, { source, mutants }] of Object.entries(report.files)) {
   const logOnly = logOnlyLines(source);
+  const lines = source.split('\n');
   let total = 0;
   let killed = 0;
   let excluded = 0;
   for (const m of mutants) {
-    const eq = equivalent(file, m);
+    const eq = equivalent(file, lines, m);
     if (eq !== undefined) unusedEquivalents.delete(eq);
-    if (m.mutatorName === 'StringLiteral' || logOnly.has(m.location.start.line) || eq) {
+    if (
+      m.mutatorName === 'StringLiteral' ||
+      logOnly.has(m.location.start.line) ||
+      eq ||
+      NOT_RUN.has(m.status)
+    ) {
       excluded++;
       continue;
     }
@@ -71,5 +80,5 @@ if (listSurvivors) {
   }
 }
 for (const e of unusedEquivalents) {
-  console.log(`stale equivalent (no such mutant now): ${e.file}:${e.line} ${e.mutator}`);
+  console.log(`stale equivalent (no mutant matches it now): ${e.file}: ${e.code}`);
 }

@@ -85,16 +85,11 @@ export function classify(_op: Operation, err: unknown): ErrorClass {
 
 /** Maps a backend status (and IP) to the contract's state. */
 export function mapMemoryState(vm: VmRecord): State {
-  switch (vm.status) {
-    case 'defined':
-      return 'Provisioning';
-    case 'running':
-      return vm.ip !== undefined ? 'Running' : 'Provisioning';
-    case 'stopped':
-      return 'Stopped';
-    default:
-      return 'Stopped';
-  }
+  if (vm.status === 'running' && vm.ip !== undefined) return 'Running';
+  // Defined and never started, or started and still without an address.
+  if (vm.status === 'running' || vm.status === 'defined') return 'Provisioning';
+  // Stopped, or a state this provider has no mapping for.
+  return 'Stopped';
 }
 
 /**

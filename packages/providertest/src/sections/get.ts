@@ -36,6 +36,10 @@ export function describeGetConformance(opts: ConformanceOptions): void {
         `/${id}`,
         id.replace(/[^/]+$/, ''),
         id.toUpperCase(),
+        // The last part is the instance name, a lowercase DNS label: these are not.
+        id.replace(/([^/]+)$/, '-$1'),
+        id.replace(/([^/]+)$/, '$1-'),
+        id.replace(/([^/]+)$/, '$1_x'),
       ];
       for (const bad of malformed) {
         const before = t.harness.backendCalls();
