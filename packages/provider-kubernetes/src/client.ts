@@ -115,9 +115,13 @@ export class ClientNodeSeam implements KubernetesSeam {
     this.#o = o;
   }
 
-  /** The API server's URL once known, for the Checker's address. */
+  /** The API server's URL, for the Checker's address; undefined while the credentials cannot be read. */
   get server(): string | undefined {
-    return this.#apis?.access.server;
+    try {
+      return this.#ready().access.server;
+    } catch {
+      return undefined;
+    }
   }
 
   #ready(): Apis {

@@ -52,7 +52,7 @@ export class ApiFront {
   readonly #sockets = new Set<Socket>();
   #blocker: { skip: number; gate: ReturnType<typeof createGate> } | undefined;
   #deleteHolds = new Map<string, ReturnType<typeof createGate>>();
-  #malformed: string[] = [];
+  #malformed: { body: string; contentType: string }[] = [];
   #unreachable = false;
 
   private constructor(
@@ -121,9 +121,9 @@ export class ApiFront {
     return { reached: gate.reached, release: () => gate.release() };
   }
 
-  /** The next request is forwarded, and its answer replaced by a 200 with `body` as JSON. */
-  injectMalformed(body = '{}'): void {
-    this.#malformed.push(body);
+  /** The next request is forwarded, and its answer replaced by a 200 with `body` (JSON unless said). */
+  injectMalformed(body = '{}', contentType = 'application/json'): void {
+    this.#malformed.push({ body, contentType });
   }
 
   /** Cuts every connection and refuses new ones (TLS handshakes are reset) until turned off. */
@@ -197,8 +197,8 @@ export class ApiFront {
     if (malformed !== undefined) {
       answer = {
         status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from(malformed),
+        headers: { 'content-type': malformed.contentType },
+        body: Buffer.from(malformed.body),
       };
     }
     if (res.destroyed || res.writableEnded) return;
