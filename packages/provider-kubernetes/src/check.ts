@@ -40,7 +40,9 @@ async function checkApiServer(rt: Runtime, ctx: CheckContext): Promise<CheckAnsw
   const d = ctx.details;
   const createIn = c.namespace ?? c.checkNamespace;
   try {
-    d.serverVersion = (await rt.seam.version(ctx.signal)).gitVersion;
+    const version = await rt.seam.version(ctx.signal);
+    d.server = rt.server() ?? '';
+    d.serverVersion = version.gitVersion;
     await rt.seam.listPods(
       { namespace: c.namespace, labelSelector: managedSelector('default'), limit: 1 },
       ctx.signal,

@@ -6,23 +6,20 @@
  *
  * @module
  */
-import {
+import type {
   ApiException,
-  type Configuration,
+  Configuration,
   CoreV1Api,
   CustomObjectsApi,
-  createConfiguration,
-  type RequestContext,
+  HttpLibrary,
+  RequestContext,
   ResponseContext,
-  SelfDecodingBody,
-  ServerConfiguration,
-  type V1Pod,
-  type V1PodList,
+  V1Pod,
+  V1PodList,
   VersionApi,
-  wrapHttpLibrary,
 } from '@kubernetes/client-node';
 import type { SecretSet } from '@proxy-op/contract';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import type { KubernetesConfig } from './config.js';
 import { type ClusterAccess, loadAccess } from './credentials.js';
 import {
@@ -41,7 +38,13 @@ export const PROXY_RESOURCE = Object.freeze({
   kind: 'Proxy',
 });
 
+/** The client libraries, loaded on the first call (importing them costs seconds). */
+type ClientNode = typeof import('@kubernetes/client-node');
+type Undici = typeof import('undici');
+
 interface Apis {
+  readonly k8s: ClientNode;
+  readonly undici: Undici;
   readonly access: ClusterAccess;
   readonly agent: Agent;
   readonly conf: Configuration;
@@ -110,24 +113,27 @@ function statusFrom(err: ApiException<unknown>): KubernetesApiError {
 export class ClientNodeSeam implements KubernetesSeam {
   readonly #o: ClientOptions;
   #apis: Apis | undefined;
+  #libraries: { k8s: ClientNode; undici: Undici } | undefined;
 
   constructor(o: ClientOptions) {
     this.#o = o;
   }
 
-  /** The API server's URL, for the Checker's address; undefined while the credentials cannot be read. */
+  /** The API server's URL once the credentials were read, for the Checker's address. */
   get server(): string | undefined {
-    try {
-      return this.#ready().access.server;
-    } catch {
-      return undefined;
-    }
+    return this.#apis?.access.server;
   }
 
-  #ready(): Apis {
+  async #ready(): Promise<Apis> {
     if (this.#apis !== undefined) return this.#apis;
-    const access = loadAccess(this.#o.config, this.#o.secrets);
-    const agent = new Agent({
+    this.#libraries ??= {
+      k8s: await import('@kubernetes/client-node'),
+      undici: await import('undici'),
+    };
+    if (this.#apis !== undefined) return this.#apis;
+    const { k8s, undici } = this.#libraries;
+    const access = loadAccess(this.#o.config, this.#o.secrets, k8s);
+    const agent = new undici.Agent({
       connect: {
         ...(access.ca === undefined ? {} : { ca: access.ca }),
         ...(access.cert === undefined ? {} : { cert: access.cert }),
@@ -138,17 +144,19 @@ export class ClientNodeSeam implements KubernetesSeam {
       connections: 8,
       keepAliveTimeout: 30_000,
     });
-    const conf = createConfiguration({
-      baseServer: new ServerConfiguration(access.server, {}),
+    const conf = k8s.createConfiguration({
+      baseServer: new k8s.ServerConfiguration(access.server, {}),
       authMethods: {},
     });
     this.#apis = {
+      k8s,
+      undici,
       access,
       agent,
       conf,
-      core: new CoreV1Api(conf),
-      custom: new CustomObjectsApi(conf),
-      version: new VersionApi(conf),
+      core: new k8s.CoreV1Api(conf),
+      custom: new k8s.CustomObjectsApi(conf),
+      version: new k8s.VersionApi(conf),
     };
     return this.#apis;
   }
@@ -161,19 +169,20 @@ export class ClientNodeSeam implements KubernetesSeam {
   async #call<T>(
     what: string,
     signal: AbortSignal | undefined,
-    fn: (apis: Apis, options: { httpApi: ReturnType<typeof wrapHttpLibrary> }) => Promise<T>,
+    fn: (apis: Apis, options: { httpApi: HttpLibrary }) => Promise<T>,
   ): Promise<T> {
     signal?.throwIfAborted();
-    const apis = this.#ready();
+    const apis = await this.#ready();
+    signal?.throwIfAborted();
     const budget = AbortSignal.timeout(this.#o.requestTimeoutMs);
     const combined = signal === undefined ? budget : AbortSignal.any([signal, budget]);
-    const httpApi = wrapHttpLibrary({ send: (ctx) => this.#send(apis, ctx, combined) });
+    const httpApi = apis.k8s.wrapHttpLibrary({ send: (ctx) => this.#send(apis, ctx, combined) });
     try {
       return await fn(apis, { httpApi });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (budget.aborted) throw new KubernetesTimeoutError(what, this.#o.requestTimeoutMs);
-      if (err instanceof ApiException) throw statusFrom(err);
+      if (err instanceof apis.k8s.ApiException) throw statusFrom(err as ApiException<unknown>);
       throw err;
     }
   }
@@ -183,10 +192,10 @@ export class ClientNodeSeam implements KubernetesSeam {
     const authorization = await apis.access.authorization(signal);
     if (authorization !== undefined) headers.Authorization = authorization;
     const body = ctx.getBody();
-    let res: Awaited<ReturnType<typeof request>>;
+    let res: Awaited<ReturnType<Undici['request']>>;
     let text: string;
     try {
-      res = await request(ctx.getUrl(), {
+      res = await apis.undici.request(ctx.getUrl(), {
         method: ctx.getHttpMethod() as 'GET',
         headers,
         body: typeof body === 'string' ? body : body === undefined ? null : String(body),
@@ -209,10 +218,10 @@ export class ClientNodeSeam implements KubernetesSeam {
         `the API server answered ${res.statusCode} with ${type === '' ? 'no content type' : type}, not JSON`,
       );
     }
-    return new ResponseContext(
+    return new apis.k8s.ResponseContext(
       res.statusCode,
       flat,
-      new SelfDecodingBody(Promise.resolve(Buffer.from(text, 'utf8'))),
+      new apis.k8s.SelfDecodingBody(Promise.resolve(Buffer.from(text, 'utf8'))),
     );
   }
 

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIPv6 } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { SecretSet } from '@proxy-op/contract';
 import type { KubernetesConfig } from './config.js';
 import { CredentialsError } from './errors.js';
@@ -91,9 +91,14 @@ function inCluster(config: KubernetesConfig, secrets: SecretSet): ClusterAccess 
   };
 }
 
-function fromKubeconfig(path: string, config: KubernetesConfig, secrets: SecretSet): ClusterAccess {
+function fromKubeconfig(
+  path: string,
+  config: KubernetesConfig,
+  secrets: SecretSet,
+  Kc: new () => KubeConfig,
+): ClusterAccess {
   readSync(path, 'the kubeconfig');
-  const kc = new KubeConfig();
+  const kc = new Kc();
   try {
     kc.loadFromFile(path);
   } catch (err) {
@@ -173,8 +178,12 @@ function fromKubeconfig(path: string, config: KubernetesConfig, secrets: SecretS
  * kubeconfig, the CA), never the network; throws {@link CredentialsError}
  * when they cannot be used.
  */
-export function loadAccess(config: KubernetesConfig, secrets: SecretSet): ClusterAccess {
+export function loadAccess(
+  config: KubernetesConfig,
+  secrets: SecretSet,
+  k8s: { KubeConfig: new () => KubeConfig },
+): ClusterAccess {
   return config.kubeconfig === undefined
     ? inCluster(config, secrets)
-    : fromKubeconfig(config.kubeconfig, config, secrets);
+    : fromKubeconfig(config.kubeconfig, config, secrets, k8s.KubeConfig);
 }

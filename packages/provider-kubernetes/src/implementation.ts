@@ -49,11 +49,14 @@ export class KubernetesImplementation implements ProviderImplementation<PodId> {
       config,
       seam: decorateSeam(client, { provider: name, logger: deps.logger, tracer: deps.tracer }),
       log: deps.logger.child({ provider: name }),
-      address: () =>
-        client.server ??
-        (config.kubeconfig === undefined
-          ? 'in-cluster service account'
-          : `kubeconfig ${config.kubeconfig}`),
+      address: () => {
+        if (config.kubeconfig !== undefined) return `kubeconfig ${config.kubeconfig}`;
+        const { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port } = process.env;
+        return host === undefined || port === undefined
+          ? 'in-cluster (not in a cluster)'
+          : `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      },
+      server: () => client.server,
     };
     this.checker = checker(this.#rt);
   }

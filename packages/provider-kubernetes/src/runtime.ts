@@ -15,8 +15,10 @@ export interface Runtime {
   readonly seam: KubernetesSeam;
   /** The provider's logger (`provider` field set). */
   readonly log: Logger;
-  /** Where the API server is, for the Checker (never a secret). */
+  /** Where the API server is configured, for the Checker's address: stable, never a secret. */
   address(): string;
+  /** The API server's URL, once the credentials were read. */
+  server(): string | undefined;
 }
 
 /**

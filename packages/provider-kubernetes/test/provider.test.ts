@@ -19,6 +19,7 @@ import {
   kubeconfigText,
   OPERATOR_NAMESPACE,
 } from './support/fixture.js';
+import { lifecycle } from './support/lifecycle.js';
 
 let fixtures: KubeFixture[] = [];
 afterEach(async () => {
@@ -373,12 +374,13 @@ describe('the Checker', () => {
     const [r] = await f.provider.check!();
     expect(r).toEqual({
       target: 'apiserver',
-      address: f.front.url,
+      address: `kubeconfig ${f.kubeconfig}`,
       ready: true,
       reason: 'Reachable',
       message: 'the API server answers; Pods can be listed and created',
       details: {
         namespace: '(each Proxy namespace)',
+        server: f.front.url,
         serverVersion: 'v1.32.0',
         listPods: 'all namespaces',
         createPods: 'default',
@@ -473,5 +475,24 @@ describe('observability', () => {
       namespace: 'default',
     });
     expect(logs.lines.filter((l) => l.level !== 'debug' && l.level !== 'trace')).toEqual([]);
+  });
+});
+
+describe('the lifecycle (§11) on the test server', () => {
+  it('Check, Create, Running, ListByTag, Delete, NotFound, nothing left', async () => {
+    const logs = createLogSink();
+    const spans = createSpanRecorder();
+    const f = await fixture({}, { logger: logs.logger, tracer: spans.tracer });
+    const token = f.grantedToken();
+    await writeFile(f.tokenFile, `${token}\n`);
+    await lifecycle(f.provider, {
+      request: request({ installation: 'blue' }),
+      untilRunning: (id) => f.harness.setRunning(id, '10.44.0.7'),
+      untilGone: () => f.kubelet.settle(),
+      podsNamed: async (name) => f.kubelet.pods().filter((p) => p.metadata.name === name).length,
+      logs,
+      spans,
+      secret: token,
+    });
   });
 });
