@@ -38,7 +38,7 @@ export const PROXY_RESOURCE = Object.freeze({
   kind: 'Proxy',
 });
 
-/** The client libraries, loaded on the first call (importing them costs seconds). */
+/** The client libraries, loaded on the first call rather than with the module. */
 type ClientNode = typeof import('@kubernetes/client-node');
 type Undici = typeof import('undici');
 
