@@ -1,0 +1,114 @@
+/**
+ * Classifying failures into the contract's error classes (§5), and into
+ * the Checker's reasons.
+ *
+ * @module
+ */
+import { type ErrorClass, type Operation, ProviderError, Reason } from '@proxy-op/contract';
+import {
+  CredentialsError,
+  KubernetesApiError,
+  KubernetesConnectionError,
+  KubernetesTimeoutError,
+} from './errors.js';
+
+/** The Checker's own reasons, besides the contract's shared ones. */
+export const KubernetesReason = {
+  /** TLS verification of the API server failed: fix the kubeconfig's CA or server name. */
+  CertificateInvalid: 'CertificateInvalid',
+  /** No kubeconfig, no token file, or not running in a cluster: fix the Secret or the config. */
+  CredentialsUnavailable: 'CredentialsUnavailable',
+  /** A ResourceQuota leaves no room for a proxy Pod in the namespace: raise it or free room. */
+  QuotaExceeded: 'QuotaExceeded',
+} as const;
+
+/** Node's and OpenSSL's codes for a certificate that does not verify. */
+export const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
+]);
+
+/**
+ * The ResourceQuota admission plugin's refusal: `<resource> "<name>" is
+ * forbidden: exceeded quota: <quota>, requested: ..., used: ..., limited: ...`.
+ */
+const EXCEEDED_QUOTA = /is forbidden: exceeded quota: /;
+/** The quota plugin before a new quota's usage is known (it calculates it within seconds). */
+const QUOTA_STATUS_UNKNOWN = /is forbidden: status unknown for quota: /;
+/** The namespace lifecycle plugin while a namespace is being deleted. */
+const NAMESPACE_TERMINATING = /because it is being terminated$/;
+
+/** True for the 403 of a ResourceQuota without room (as opposed to RBAC's and admission's 403s). */
+export function isQuotaExceeded(err: unknown): boolean {
+  return (
+    err instanceof KubernetesApiError && err.status === 403 && EXCEEDED_QUOTA.test(err.apiMessage)
+  );
+}
+
+/** True for a TLS verification failure. */
+export function isTlsFailure(err: unknown): boolean {
+  return (
+    err instanceof KubernetesConnectionError &&
+    err.errorCode !== undefined &&
+    TLS_VERIFY_CODES.has(err.errorCode)
+  );
+}
+
+/** The class of an API server answer by its status and, for 403, its message. */
+function classifyStatus(err: KubernetesApiError): ErrorClass {
+  const { status, apiMessage } = err;
+  if (status === 404) return 'NotFound';
+  if (status === 403) {
+    if (EXCEEDED_QUOTA.test(apiMessage)) return 'QuotaExceeded';
+    if (QUOTA_STATUS_UNKNOWN.test(apiMessage) || NAMESPACE_TERMINATING.test(apiMessage)) {
+      return 'Transient';
+    }
+    // RBAC, PodSecurity, a webhook's denial, a quota that wants a field set: an admin fixes it.
+    return 'Permanent';
+  }
+  if (status === 408 || status === 409 || status === 410 || status === 429) return 'Transient';
+  if (status >= 400 && status < 500) return 'Permanent';
+  return 'Transient';
+}
+
+/**
+ * The provider's classify table: API answers by status (a 403 by its
+ * message: a ResourceQuota refusal is QuotaExceeded, RBAC and admission
+ * refusals Permanent), TLS verification failures Permanent, unusable
+ * credentials Permanent and missing ones Transient, everything else
+ * Transient. Inside Create a NotFound is made Transient by the shell.
+ */
+export function classify(_op: Operation, err: unknown): ErrorClass {
+  if (ProviderError.isInstance(err)) return err.errorClass;
+  if (err instanceof KubernetesApiError) return classifyStatus(err);
+  if (err instanceof KubernetesConnectionError)
+    return isTlsFailure(err) ? 'Permanent' : 'Transient';
+  if (err instanceof CredentialsError) return err.missing ? 'Transient' : 'Permanent';
+  if (err instanceof KubernetesTimeoutError) return 'Transient';
+  return 'Transient';
+}
+
+/** The Checker's reason for a failure; `Timeout` whenever the round ended. */
+export function reasonFor(err: unknown, roundEnded: boolean): string {
+  if (roundEnded || err instanceof KubernetesTimeoutError) return Reason.Timeout;
+  if (err instanceof CredentialsError) return KubernetesReason.CredentialsUnavailable;
+  if (err instanceof KubernetesConnectionError) {
+    return isTlsFailure(err) ? KubernetesReason.CertificateInvalid : Reason.Unreachable;
+  }
+  if (err instanceof KubernetesApiError) {
+    if (err.status === 401) return Reason.Unauthorized;
+    if (isQuotaExceeded(err)) return KubernetesReason.QuotaExceeded;
+    if (err.status === 403) return Reason.Forbidden;
+  }
+  return Reason.APIError;
+}
