@@ -10,6 +10,7 @@ export {
   sleep,
   throwIfAborted,
 } from './abort.js';
+export { cidrProblem } from './cidr.js';
 export {
   ErrorClass,
   ErrorCode,

@@ -1,3 +1,4 @@
+import { cidrProblem } from './cidr.js';
 import { PermanentError } from './errors.js';
 import { DEFAULT_INSTALLATION, installationProblem } from './marks.js';
 import type { CreateRequest, ListOptions } from './types.js';
@@ -37,6 +38,18 @@ export function checkCreateRequest(provider: string, req: CreateRequest): Checke
   if (req.uid === '') throw bad('uid is empty; pass the owning Proxy UID');
   if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
     throw bad(`port ${String(req.port)} is not a TCP port (an integer from 1 to 65535)`);
+  }
+  if (req.allowedSources !== undefined) {
+    if (!Array.isArray(req.allowedSources)) {
+      throw new TypeError('create: request.allowedSources must be an array of strings');
+    }
+    if (req.allowedSources.length === 0) {
+      throw bad('allowedSources is empty: the proxy would serve nobody; name at least one CIDR');
+    }
+    req.allowedSources.forEach((cidr, i) => {
+      const p = cidrProblem(cidr);
+      if (p !== undefined) throw bad(`allowedSources[${i}]: ${p}`);
+    });
   }
   const installation = req.installation ?? DEFAULT_INSTALLATION;
   const problem = installationProblem(installation);

@@ -40,6 +40,14 @@ export interface CreateRequest {
   readonly cloudInit: Uint8Array;
   readonly placement: Placement;
   /**
+   * The CIDRs (or bare addresses) the proxy serves; everyone else is
+   * refused. The rendered cloud-init already enforces them where a proxy
+   * runs from it; a provider that controls access itself (a firewall rule,
+   * a generated Squid config, a local process) uses them. Omitted, the
+   * provider's configured default applies.
+   */
+  readonly allowedSources?: readonly string[] | undefined;
+  /**
    * The installation that owns the instance (see {@link DEFAULT_INSTALLATION}).
    * Omitted means the default installation.
    */

@@ -27,6 +27,13 @@ function permanentMessage(fn: () => unknown): string {
 }
 
 describe('checkCreateRequest', () => {
+  it('passes allowed sources through: CIDRs and bare addresses, IPv4 and IPv6', () => {
+    const allowedSources = ['10.0.0.0/8', '192.0.2.7', '2001:db8::/32', '::1'];
+    expect(checkCreateRequest('p', { ...ok, allowedSources }).allowedSources).toEqual(
+      allowedSources,
+    );
+  });
+
   it('fills in the default installation', () => {
     expect(checkCreateRequest('p', ok).installation).toBe('default');
     expect(checkCreateRequest('p', { ...ok, installation: 'blue' }).installation).toBe('blue');
@@ -40,6 +47,9 @@ describe('checkCreateRequest', () => {
     [{ port: 70000 }, /port 70000/],
     [{ port: 1.5 }, /port 1.5/],
     [{ installation: 'Blue' }, /installation "Blue"/],
+    [{ allowedSources: [] }, /allowedSources is empty/],
+    [{ allowedSources: ['10.0.0.0/8', 'nope'] }, /allowedSources\[1\]: "nope" does not start/],
+    [{ allowedSources: ['10.0.0.0/33'] }, /allowedSources\[0\]: .*prefix length/],
   ])('rejects %j as Permanent naming the field', (patch, want) => {
     expect(permanentMessage(() => checkCreateRequest('p', { ...ok, ...patch }))).toMatch(want);
   });
@@ -48,6 +58,9 @@ describe('checkCreateRequest', () => {
     expect(() => checkCreateRequest('p', null as never)).toThrow(TypeError);
     expect(() => checkCreateRequest('p', { ...ok, cloudInit: 'x' as never })).toThrow(TypeError);
     expect(() => checkCreateRequest('p', { ...ok, name: 3 as never })).toThrow(TypeError);
+    expect(() => checkCreateRequest('p', { ...ok, allowedSources: '10.0.0.0/8' as never })).toThrow(
+      TypeError,
+    );
   });
 
   it('listInstallation checks the installation', () => {

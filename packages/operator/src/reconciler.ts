@@ -226,6 +226,7 @@ export class Reconciler {
             port: obj.spec.port,
             cloudInit: new TextEncoder().encode(renderCloudInit(obj.spec)),
             placement: obj.spec.placement,
+            allowedSources: obj.spec.allowedSources,
             installation: this.#providers.installation,
           },
           this.#callOpts(),

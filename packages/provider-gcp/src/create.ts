@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { isIPv4 } from 'node:net';
 import {
   adoptionProblem,
   type CheckedCreateRequest,
@@ -28,7 +29,6 @@ import { insertFailure } from './get.js';
 import { formatId, type GcpId } from './ids.js';
 import { labelValueProblem, readMark } from './labels.js';
 import type { InstanceView } from './seam.js';
-import { allowedSourcesOf } from './sources.js';
 
 /** The most a metadata value may hold (256 KiB). */
 export const MAX_USER_DATA_BYTES = 256 * 1024;
@@ -177,18 +177,31 @@ function userDataOf(req: CheckedCreateRequest, ctx: OperationContext): string {
   }
 }
 
-/** The rule's sources when the rule is on: the cloud-init's, else the config's; none is Permanent. */
+/**
+ * The rule's sources when the rule is on: the request's IPv4 sources (a bare
+ * address as a /32; IPv6 sources cannot reach the instance's IPv4 address
+ * and a rule cannot mix the families), else the config's; none is
+ * Permanent.
+ */
 function firewallSources(
   config: GcpConfig,
   req: CheckedCreateRequest,
   ctx: OperationContext,
 ): string[] | undefined {
   if (!config.firewall.enabled) return undefined;
-  const fromRequest = allowedSourcesOf(req.cloudInit);
-  const sources = fromRequest.length > 0 ? fromRequest : [...config.firewall.sourceRanges];
+  const sources =
+    req.allowedSources === undefined
+      ? [...config.firewall.sourceRanges]
+      : [
+          ...new Set(
+            req.allowedSources
+              .filter((s) => isIPv4(s.split('/')[0] ?? ''))
+              .map((s) => (s.includes('/') ? s : `${s}/32`)),
+          ),
+        ];
   if (sources.length === 0) {
     throw ctx.permanent(
-      'gcp.firewall is on but neither the cloud-init (acl ... src lines) nor gcp.firewall.sourceRanges names an allowed source',
+      'gcp.firewall is on but neither the request (allowedSources, IPv4) nor gcp.firewall.sourceRanges names an allowed source',
     );
   }
   return sources;

@@ -44,7 +44,6 @@ export type {
   OperationErrorItem,
   OperationView,
 } from './seam.js';
-export { allowedSourcesOf } from './sources.js';
 export { addressOf, mapState } from './state.js';
 
 import { providerModule } from './module.js';

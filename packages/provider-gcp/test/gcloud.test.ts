@@ -105,13 +105,14 @@ describeWithPeers(vitest, 'gcloud against the Compute API double', ['gcloud'], (
   });
 
   it('gcloud reads what the provider made: instance, labels, user-data, disk, firewall rule', async () => {
-    const cloudInit = '#cloud-config\nwrite_files: []\nacl proxy_op_allowed src 192.0.2.0/24\n';
+    const cloudInit = '#cloud-config\nwrite_files: []\n';
     const id = await provider.create({
       name: 'proxy-made',
       namespace: 'default',
       uid: '6c1d5f0e-2b7a-4c0e-9d43-1f0a5e2b9c11',
       port: 3128,
       cloudInit: new TextEncoder().encode(cloudInit),
+      allowedSources: ['192.0.2.0/24'],
       placement: { zone, machineType: 'e2-small', image: 'ubuntu-2404' },
       installation: 'inst-1',
     });

@@ -127,9 +127,8 @@ describe.skipIf(missing.length > 0)('a real Google Cloud project', () => {
         namespace: 'default',
         uid,
         port: 3128,
-        cloudInit: new TextEncoder().encode(
-          `#cloud-config\n# ${CLOUD_INIT_SECRET}\nacl proxy_op_allowed src ${env.GCP_TEST_FIREWALL_SOURCE ?? '192.0.2.0/24'}\n`,
-        ),
+        cloudInit: new TextEncoder().encode(`#cloud-config\n# ${CLOUD_INIT_SECRET}\n`),
+        allowedSources: [env.GCP_TEST_FIREWALL_SOURCE ?? '192.0.2.0/24'],
         placement: {
           zone: env.GCP_TEST_ZONE,
           machineType: env.GCP_TEST_MACHINE_TYPE ?? 'e2-micro',

@@ -324,18 +324,17 @@ describe('the firewall rule', () => {
   });
   afterAll(() => fx.cleanup?.());
 
-  it('opens the port to the cloud-init’s allowed sources, else the config’s', async () => {
-    const squid = 'acl proxy_op_allowed src 192.0.2.0/24\nacl proxy_op_allowed src 198.51.100.7\n';
+  it('opens the port to the request’s allowed IPv4 sources, else the config’s', async () => {
     const req = request({
       port: 8080,
-      cloudInit: new TextEncoder().encode(`#cloud-config\n${squid}`),
+      allowedSources: ['192.0.2.0/24', '198.51.100.7', '2001:db8::/32', '192.0.2.0/24'],
     });
     await fx.provider.create(req);
     const rule = fx.double.firewalls.get(firewallName({ zone, name: req.name })) as Record<
       string,
       unknown
     >;
-    expect(rule.sourceRanges).toEqual(['192.0.2.0/24', '198.51.100.7']);
+    expect(rule.sourceRanges).toEqual(['192.0.2.0/24', '198.51.100.7/32']);
     expect(rule.allowed).toEqual([{ IPProtocol: 'tcp', ports: ['8080'] }]);
     expect(rule.targetTags).toEqual([firewallName({ zone, name: req.name })]);
     expect(rule.description).toBe(
@@ -356,7 +355,7 @@ describe('the firewall rule', () => {
       const before = fx2.double.requests.length;
       const err = await fx2.provider.create(request()).catch((e) => e);
       expect(errorClassOf(err)).toBe('Permanent');
-      expect(err.message).toContain('neither the cloud-init');
+      expect(err.message).toContain('neither the request (allowedSources, IPv4)');
       expect(fx2.double.requests.length).toBe(before);
     } finally {
       await fx2.cleanup?.();

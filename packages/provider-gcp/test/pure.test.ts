@@ -7,7 +7,6 @@ import { instanceView, translate } from '../src/adapter.js';
 import { endpointParts } from '../src/config.js';
 import {
   addressOf,
-  allowedSourcesOf,
   buildFirewallBody,
   buildInsertBody,
   ComputeApiError,
@@ -290,13 +289,6 @@ describe('builders', () => {
     });
     expect(firewallMark(rule.description)).toMatchObject({ uid: 'u-1', installation: 'inst-a' });
     expect(firewallMark('a rule made by hand')).toBeUndefined();
-  });
-
-  it('allowed sources come from the Squid acl lines of the cloud-init', () => {
-    const text =
-      '#cloud-config\nwrite_files:\n  - content: |\n      acl proxy_op_allowed src 10.0.0.0/8\n      acl proxy_op_allowed src 192.0.2.7 # office\n      acl other src fd00::/8\n      acl proxy_op_allowed src 10.0.0.0/8\n# acl nope src 1.2.3.4\n';
-    expect(allowedSourcesOf(new TextEncoder().encode(text))).toEqual(['10.0.0.0/8', '192.0.2.7']);
-    expect(allowedSourcesOf(new TextEncoder().encode('#cloud-config\n'))).toEqual([]);
   });
 
   it('the wire log elides user-data, and names calls by safe identifiers only', () => {

@@ -1,24 +1,14 @@
 /**
- * CIDRs as the provider accepts them: an IPv4 or IPv6 address with a
- * prefix length, as Squid's `src` ACL reads them.
+ * Source networks as Squid's `src` ACL holds them.
  *
  * @module
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4 } from 'node:net';
 
-/** Why `s` is not an IPv4 or IPv6 CIDR, or undefined when it is one. */
-export function cidrProblem(s: string): string | undefined {
-  const slash = s.indexOf('/');
-  if (slash < 0) return `"${s}" has no prefix length (write it as a CIDR, such as 10.0.0.0/8)`;
-  const address = s.slice(0, slash);
-  const prefix = s.slice(slash + 1);
-  const v4 = isIPv4(address);
-  if (!v4 && !isIPv6(address)) return `"${s}" does not start with an IPv4 or IPv6 address`;
-  const max = v4 ? 32 : 128;
-  if (!/^(0|[1-9][0-9]{0,2})$/.test(prefix) || Number(prefix) > max) {
-    return `"${s}" has a prefix length that is not 0 to ${max}`;
-  }
-  return undefined;
+/** The CIDR of `source`: a bare address gets its full prefix (`/32`, `/128`). */
+export function withPrefix(source: string): string {
+  if (source.includes('/')) return source;
+  return `${source}/${isIPv4(source) ? 32 : 128}`;
 }
 
 /** A CIDR in the 128-bit space Squid matches in (IPv4 as IPv4-mapped IPv6, `::ffff:a.b.c.d`). */

@@ -4,7 +4,7 @@
  * @module
  */
 import type { ConfigIssue, ConfigResult, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
-import { cidrProblem } from './cidr.js';
+import { cidrProblem } from '@proxy-op/contract';
 
 /** A Squid image of the catalogue, named by a key that `placement.image` picks. */
 export interface ImageEntry {

@@ -11,13 +11,13 @@ import {
   type OperationContext,
   requireOneOf,
 } from '@proxy-op/contract';
+import { withPrefix } from './cidr.js';
 import { PROXY_RESOURCE } from './client.js';
 import { KubernetesApiError } from './errors.js';
 import { formatId } from './id.js';
 import { labelValueProblem, podMark } from './labels.js';
 import { buildPod, type PodOwner, type PodPlan } from './pod.js';
 import { podMeta, type Runtime } from './runtime.js';
-import { allowedSourcesFromCloudInit } from './squid.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -64,11 +64,10 @@ export function resolvePlan(
   if (uidProblem !== undefined) {
     throw ctx.permanent(`uid "${req.uid}" ${uidProblem}: it goes into the Pod's labels`);
   }
-  const fromRequest = allowedSourcesFromCloudInit(req.cloudInit);
-  const allowedSources = fromRequest.length > 0 ? fromRequest : c.allowedSources;
+  const allowedSources = (req.allowedSources ?? c.allowedSources).map(withPrefix);
   if (allowedSources.length === 0) {
     throw ctx.permanent(
-      `the cloud-init of ${req.name} names no allowed source (no "acl ... src <cidr>" line) and kubernetes.allowedSources is empty: the proxy would serve nobody`,
+      `the request for ${req.name} names no allowedSources and kubernetes.allowedSources is empty: the proxy would serve nobody`,
     );
   }
   return {

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { cidrProblem, squidSourceList } from './cidr.js';
+import { cidrProblem } from '@proxy-op/contract';
+import { squidSourceList } from './cidr.js';
 
 /** Where a Squid writes, as paths inside its container. */
 export interface SquidPaths {
@@ -84,21 +85,4 @@ export function renderSquidConfig(s: SquidSettings): string {
     'shutdown_lifetime 3 seconds',
   ];
   return `${lines.join('\n')}\n`;
-}
-
-/**
- * The CIDRs named by `acl <name> src <cidr>...` lines of a cloud-init
- * document (the Squid configuration the operator renders for every Proxy
- * holds one per allowed source), in order, without duplicates. Entries
- * that are not CIDRs are skipped. Nothing else of the cloud-init is read.
- */
-export function allowedSourcesFromCloudInit(cloudInit: Uint8Array): string[] {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(cloudInit);
-  const out: string[] = [];
-  for (const m of text.matchAll(/^\s*acl\s+\S+\s+src\s+([^\n#]+)/gm)) {
-    for (const cidr of (m[1] ?? '').trim().split(/\s+/)) {
-      if (cidrProblem(cidr) === undefined && !out.includes(cidr)) out.push(cidr);
-    }
-  }
-  return out;
 }

@@ -57,22 +57,6 @@ function storedPod(f: KubeFixture, namespace: string, name: string): Json {
   return f.server.objects('', 'pods', namespace).find((p) => (p.metadata as Json).name === name);
 }
 
-/** The Squid configuration the operator renders into every Proxy's cloud-init. */
-const operatorCloudInit = (sources: string[]) =>
-  new TextEncoder().encode(
-    [
-      '#cloud-config',
-      'write_files:',
-      '  - path: /etc/squid/conf.d/proxy-op.conf',
-      '    content: |',
-      '      http_port 8080',
-      ...sources.map((s) => `      acl proxy_op_allowed src ${s}`),
-      '      http_access allow proxy_op_allowed',
-      '      http_access deny all',
-      '',
-    ].join('\n'),
-  );
-
 describe('Create', () => {
   it('makes one write: a read, then one Pod create; a repeat Create writes nothing', async () => {
     const f = await fixture();
@@ -95,7 +79,7 @@ describe('Create', () => {
     const req = request({
       port: 8080,
       placement: { zone: 'zone-b', machineType: 'large', image: 'squid' },
-      cloudInit: operatorCloudInit(['192.168.10.0/24', '10.20.0.0/16']),
+      allowedSources: ['192.168.10.0/24', '10.20.0.0/16'],
     });
     const id = await f.provider.create(req);
     expect(id).toBe(`default/${req.name}`);
@@ -130,12 +114,12 @@ describe('Create', () => {
     });
   });
 
-  it('refuses, before any request, a cloud-init without sources when none are configured', async () => {
+  it('refuses, before any request, a request without sources when none are configured', async () => {
     const f = await fixture({ config: { allowedSources: [] } });
     const before = f.front.count;
     const err = await f.provider.create(request()).catch((e: unknown) => e);
     expect((err as { code: string }).code).toBe('PROVIDER_PERMANENT');
-    expect((err as Error).message).toContain('names no allowed source');
+    expect((err as Error).message).toContain('names no allowedSources');
     expect(f.front.count).toBe(before);
   });
 

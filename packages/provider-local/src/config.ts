@@ -7,7 +7,8 @@
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { ConfigIssue, ConfigSchema } from '@proxy-op/contract';
-import { cidrProblem, loopbackRangeProblem } from './cidr.js';
+import { cidrProblem } from '@proxy-op/contract';
+import { loopbackRangeProblem } from './cidr.js';
 import { DEFAULT_LIMITS, type ProxyLimits } from './proxy.js';
 
 /** Per-call time budgets of the provider, in milliseconds. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { cidrProblem, loopbackHosts } from './cidr.js';
+export { loopbackHosts } from './cidr.js';
 export { classify } from './classify.js';
 export {
   configSchema,
@@ -37,7 +37,6 @@ export {
   type Phase,
   proxyProgramPath,
 } from './seam.js';
-export { allowedSourcesFromCloudInit } from './sources.js';
 
 import { providerModule } from './module.js';
 

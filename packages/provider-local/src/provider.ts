@@ -44,7 +44,6 @@ import {
   type LocalSeam,
   statePath,
 } from './seam.js';
-import { allowedSourcesFromCloudInit } from './sources.js';
 
 /** What the `local` provider is built with. */
 export interface LocalProviderDeps extends ProviderDeps {
@@ -185,7 +184,7 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
   /** Adopts by UID or allocates an address; resolves with `processes/<name>` once the proxy answers. */
   async create(req: CheckedCreateRequest, ctx: OperationContext): Promise<string> {
     this.#placement(req, ctx);
-    const allowedSources = allowedSourcesFromCloudInit(req.cloudInit);
+    const allowedSources = req.allowedSources ?? this.#config.allowedSources;
     this.#log.trace(
       { name: req.name, port: req.port, cloudInitBytes: req.cloudInit.byteLength, allowedSources },
       'local create resolved',
@@ -203,11 +202,7 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
       this.#log.debug({ name: req.name, adopted: true }, 'local instance ensured running');
       return id;
     }
-    const record = await this.#allocate(
-      req,
-      allowedSources.length > 0 ? allowedSources : this.#config.allowedSources,
-      ctx.signal,
-    );
+    const record = await this.#allocate(req, allowedSources, ctx.signal);
     await this.#ensureRunning(record, ctx);
     return id;
   }

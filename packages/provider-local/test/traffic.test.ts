@@ -15,19 +15,6 @@ import { type LocalConfig, providerModule } from '../src/index.js';
 import { exists, killAllSpawned, removeStateDir, testConfig } from './fixture.js';
 import { freePort, listen, selfSignedCert, startOrigin, tunnel, viaProxy } from './support.js';
 
-const squidAcl = (cidrs: string[]) =>
-  new TextEncoder().encode(
-    [
-      '#cloud-config',
-      'write_files:',
-      '  - path: /etc/squid/conf.d/proxy-op.conf',
-      '    content: |',
-      ...cidrs.map((c) => `      acl proxy_op_allowed src ${c}`),
-      '      http_access allow proxy_op_allowed',
-      '',
-    ].join('\n'),
-  );
-
 describeWithPeers({ describe, it }, 'the local provider with real traffic', ['openssl'], () => {
   let config: LocalConfig;
   let provider: Provider;
@@ -62,7 +49,8 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
     namespace: 'default',
     uid: `uid-${name}`,
     port,
-    cloudInit: squidAcl(['127.0.0.1/32', '127.0.0.150/32']),
+    cloudInit: new TextEncoder().encode('#cloud-config\n'),
+    allowedSources: ['127.0.0.1/32', '127.0.0.150/32'],
     placement: {},
   });
 
@@ -85,7 +73,7 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
       body: 'ping',
       via: '1.1 proxy-op',
     });
-    // A second allowed source from the cloud-init's acl lines.
+    // A second allowed source from the request.
     const second = await viaProxy(proxy, `http://127.0.0.1:${origin.port}/b`, {
       localAddress: '127.0.0.150',
     });
