@@ -67,7 +67,8 @@ const RUN_HELP = `usage: proxy-op run --standalone DIR [flags]
   --output auto|table|json  status output on stdout (default auto: table on a TTY, JSON lines otherwise)
   --log-level LEVEL         trace, debug, info, warn, error, silent (default info; logs go to stderr)
   --once                    exit when every Proxy is settled (after one GC pass when GC is on):
-                            0 when all are Ready, 1 otherwise
+                            0 when all are Ready, 1 otherwise (also when SIGINT or SIGTERM
+                            stops it before that)
 
 Durations: 500ms, 10s, 5m, 1h (or 0).
 `;
@@ -412,12 +413,6 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
   }
   operator.start();
   ready = true;
-  logger.info(
-    { dir: resolve(values.standalone), stateFile: store.stateFile, proxies: store.list().length },
-    mode === 'down'
-      ? 'proxy-op deleting every Proxy of the state file'
-      : 'proxy-op running in standalone mode',
-  );
 
   let reloading = Promise.resolve();
   const stopWatch = watchProvidersFile(
@@ -439,19 +434,43 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
   );
 
   const view = startStatusView(store, output, operator);
-  const exitCode = await new Promise<number>((resolve) => {
-    const stop = () => resolve(0);
+  const done = () =>
+    mode === 'down'
+      ? store.list().length === 0
+      : store.list().every((p) => p.status.phase === 'Ready');
+  const started = {
+    dir: resolve(values.standalone),
+    stateFile: store.stateFile,
+    proxies: store.list().length,
+  };
+  let settling: ReturnType<typeof setInterval> | undefined;
+  const exitCode = await new Promise<number>((finish) => {
+    const stop = () => {
+      clearInterval(settling);
+      // With --once the exit code reports the outcome: a run stopped before
+      // everything settled did not finish, whatever stopped it.
+      if (once && !(operator.settled() && done())) {
+        logger.warn(
+          { phases: operator.phases() },
+          'stopped before every Proxy settled; exiting with code 1',
+        );
+        finish(1);
+      } else finish(0);
+    };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    // Said only now: whoever waits for this line may stop the run with a signal at once.
+    logger.info(
+      started,
+      mode === 'down'
+        ? 'proxy-op deleting every Proxy of the state file'
+        : 'proxy-op running in standalone mode',
+    );
     if (once) {
-      const t = setInterval(() => {
+      settling = setInterval(() => {
         if (operator.settled()) {
-          clearInterval(t);
-          const done =
-            mode === 'down'
-              ? store.list().length === 0
-              : store.list().every((p) => p.status.phase === 'Ready');
-          resolve(done ? 0 : 1);
+          clearInterval(settling);
+          finish(done() ? 0 : 1);
         }
       }, 20);
     }

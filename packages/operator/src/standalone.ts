@@ -154,12 +154,27 @@ export class StandaloneStore implements ProxyStore {
     await store.#lock();
     try {
       const state = await readStateFile(store.stateFile);
+      const released: string[] = [];
       for (const [key, e] of Object.entries(state.proxies)) {
+        // Deleted with no finalizer left: gone, as the store forgets it at once (a
+        // torn write of an earlier version could leave one behind).
+        if (e.deletionTimestamp !== undefined && e.finalizers.length === 0) {
+          released.push(key);
+          continue;
+        }
         store.#entries.set(key, { ...e });
         store.#cache.set(key, toProxy(key, e));
       }
       for (const [name, h] of Object.entries(state.health)) store.#health.set(name, h);
       await store.rescan();
+      if (released.length > 0) {
+        store.#log.warn(
+          { proxies: released },
+          'the state file held deleted Proxies without finalizers; forgetting them',
+        );
+        store.#changes++;
+        await store.flush();
+      }
       if (opts.watch !== false) store.#startWatching(opts.rescanMs ?? 5000);
     } catch (err) {
       await store.close();
@@ -453,16 +468,21 @@ export class StandaloneStore implements ProxyStore {
 
   async #writeOnce(): Promise<void> {
     const started = performance.now();
+    // The text is made with its version, before the first await: entries change in
+    // place, and a change made while the write waits for the file system belongs to
+    // the next write, never half to this one (a Proxy released meanwhile would be on
+    // disk deleted without its finalizer, which nothing finishes after a crash).
     const version = this.#changes;
     const state: StateFile = {
       version: STATE_VERSION,
       proxies: Object.fromEntries(this.#entries),
       health: Object.fromEntries(this.#health),
     };
+    const text = `${JSON.stringify(state, null, 1)}\n`;
     const tmp = `${this.stateFile}.tmp-${process.pid}`;
     const fh = await open(tmp, 'w');
     try {
-      await fh.writeFile(`${JSON.stringify(state, null, 1)}\n`);
+      await fh.writeFile(text);
       await fh.sync();
     } finally {
       await fh.close();

@@ -166,6 +166,37 @@ describe('proxy-op CLI', () => {
     expect((await child.exit).code).toBe(0);
   });
 
+  it('run --once stopped by SIGTERM before every Proxy settled exits 1, and the next run finishes', async () => {
+    const own = await cliWorkspace();
+    onTestFinished(() => own.dispose());
+    await own.writeProxy('held', 3128);
+    expect((await runCli(own.runArgs(['--once']))).code).toBe(0);
+    // Its instance is held by "lab", which the providers file no longer names: the
+    // deletion waits for it, so the run cannot settle.
+    await rm(`${own.dir}/held.yaml`);
+    await own.writeProviders(['other']);
+    const child = spawnCli(own.runArgs(['--once']));
+    onTestFinished(() => {
+      child.kill('SIGKILL');
+    });
+    await child.waitForLog((l) =>
+      l.msg === 'proxy-op running in standalone mode' ? true : undefined,
+    );
+    child.kill('SIGTERM');
+    expect(await child.exit).toMatchObject({ code: 1 });
+    await child.waitForLog((l) =>
+      l.msg === 'stopped before every Proxy settled; exiting with code 1' ? true : undefined,
+    );
+    await own.writeProviders(['lab']);
+    const again = await runCli(own.runArgs(['--once']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(await readFile(own.backendFile, 'utf8'))).toEqual([]);
+    const state = JSON.parse(await readFile(`${own.dir}.state.json`, 'utf8')) as {
+      proxies: object;
+    };
+    expect(state.proxies).toEqual({});
+  });
+
   it('prints a status table with --output table', async () => {
     const r = await runCli(ws.runArgs(['--once', '--output', 'table']));
     expect(r.stdout).toMatch(/NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE\s+ERROR/);

@@ -2,7 +2,8 @@
 // file-backed reference provider whose instances outlive the process.
 import { readFile, rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { type CliWorkspace, cliWorkspace, runCli, spawnCli } from './cli-support.js';
+import { FINALIZER } from '../src/index.js';
+import { type CliWorkspace, cliWorkspace, runCli } from './cli-support.js';
 
 interface Vm {
   name: string;
@@ -11,7 +12,12 @@ interface Vm {
 interface State {
   proxies: Record<
     string,
-    { uid: string; status: { phase?: string; specHash?: string; providerID?: string } }
+    {
+      uid: string;
+      finalizers: string[];
+      deletionTimestamp?: string;
+      status: { phase?: string; specHash?: string; providerID?: string };
+    }
   >;
 }
 
@@ -114,39 +120,65 @@ describe('crash and restart', { timeout: 180_000 }, () => {
 });
 
 describe('crash and restart at random moments', { timeout: 300_000 }, () => {
-  // Twenty Proxies over a slow backend; the process is killed three times at different
-  // moments while creating, then three times while deleting them all.
+  // Twenty Proxies over a slow backend (every call waits 15 ms first), three at a time. The
+  // process is killed three times while creating them, then twice while deleting them all,
+  // each time a random 0-40 ms after the n-th instance (n random, 1-3) that run made or
+  // destroyed: wherever the reconciler, the store or a state write is then. At most four
+  // backend calls per worker fit in those 40 ms, so a run goes at most five instances past
+  // its n-th: every kill lands mid-way, and the counts below check it.
   it('ends with exactly one instance per Proxy, then none', async () => {
     await using h = await setup();
     const { ws, vms, state } = h;
     for (let i = 0; i < 20; i++) await ws.writeProxy(`p${i}`, 3128);
-    const slow = { PROXY_OP_TEST_SLOW_MS: '15' };
-    const counts: number[] = [];
-    for (const ms of [300, 450, 600]) {
-      const child = spawnCli(ws.runArgs(['--once']), slow);
-      await new Promise((r) => setTimeout(r, ms));
-      child.kill('SIGKILL');
-      const { signal } = await child.exit;
-      if (counts.length === 0) expect(signal).toBe('SIGKILL');
-      counts.push((await vms()).length);
-    }
-    // The kills landed mid-way: some instances were made, not all of them.
-    expect(counts[0]).toBeLessThan(20);
+    const pick = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
+    const points: string[] = [];
+    const at = () => `after ${points.join(', ')}`;
+    const killMidway = async (call: 'define' | 'destroy') => {
+      const point = `${call}:after:${pick(1, 3)}:${pick(0, 40)}`;
+      points.push(point);
+      const r = await runCli(ws.runArgs(['--once']), {
+        PROXY_OP_TEST_SLOW_MS: '15',
+        PROXY_OP_TEST_CRASH: point,
+      });
+      expect(r.signal, `${at()}; stderr: ${r.stderr}`).toBe('SIGKILL');
+      const st = await state();
+      const live = await vms();
+      // What a restart starts from: every Proxy recorded with its UID and the finalizer
+      // (never one marked deleted without it), and no instance whose UID the state lacks.
+      for (const [key, p] of Object.entries(st.proxies)) {
+        expect(p.finalizers, `${key} ${at()}`).toEqual([FINALIZER]);
+      }
+      const uids = new Set(Object.values(st.proxies).map((p) => p.uid));
+      for (const v of live) {
+        expect(uids.has(v.metadata['proxy-operator-uid'] ?? ''), `${v.name} ${at()}`).toBe(true);
+      }
+      return live.length;
+    };
+
+    const made: number[] = [];
+    for (let k = 0; k < 3; k++) made.push(await killMidway('define'));
+    // Each run made some instances and the three together not all of them.
+    expect(made[0], at()).toBeGreaterThan(0);
+    expect(made[1], at()).toBeGreaterThan(made[0] ?? 0);
+    expect(made[2], at()).toBeGreaterThan(made[1] ?? 0);
+    expect(made[2], at()).toBeLessThan(20);
     await recover(ws);
     const st = await state();
     const uids = Object.values(st.proxies)
       .map((p) => p.uid)
       .sort();
     expect(uids).toHaveLength(20);
+    expect(Object.values(st.proxies).every((p) => p.status.phase === 'Ready')).toBe(true);
     const live = await vms();
     expect(live.map((v) => v.metadata['proxy-operator-uid']).sort()).toEqual(uids);
+
     for (let i = 0; i < 20; i++) await rm(`${ws.dir}/p${i}.yaml`);
-    for (const ms of [300, 450]) {
-      const child = spawnCli(ws.runArgs(['--once']), slow);
-      await new Promise((r) => setTimeout(r, ms));
-      child.kill('SIGKILL');
-      await child.exit;
-    }
+    const left: number[] = [];
+    for (let k = 0; k < 2; k++) left.push(await killMidway('destroy'));
+    // Each run destroyed some instances and the two together not all of them.
+    expect(left[0], at()).toBeLessThan(20);
+    expect(left[1], at()).toBeLessThan(left[0] ?? 0);
+    expect(left[1], at()).toBeGreaterThan(0);
     await recover(ws);
     expect(await vms()).toEqual([]);
     expect((await state()).proxies).toEqual({});

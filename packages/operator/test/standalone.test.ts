@@ -90,6 +90,56 @@ describe('StandaloneStore', () => {
     expect((await readStateFile(store.stateFile)).proxies).toEqual({});
   });
 
+  // A process killed right after a write keeps what that write put on disk. A write must
+  // hold the state as it was when it began: a Proxy released while it was under way,
+  // half-applied, is left deleted without its finalizer, which nothing ever finishes.
+  it('writes the state as it was when the write began, never a change made while it is under way', async () => {
+    const { dir } = await folder();
+    (await StandaloneStore.open({ dir, watch: false })).close();
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    // No timed write during the test: only the writes it asks for.
+    const store = await StandaloneStore.open({ dir, watch: false, flushDelayMs: 60_000 });
+    await rm(join(dir, 'a.yaml'));
+    await store.rescan();
+    await store.updateStatus('default/b', { phase: 'Ready', observedGeneration: 1 });
+    const writing = store.flush();
+    // Released while that write is waiting for the file system.
+    await store.removeFinalizer('default/a', FINALIZER);
+    expect(store.get('default/a')).toBeUndefined();
+    await writing;
+    const onDisk = (await readStateFile(store.stateFile)).proxies;
+    expect(onDisk['default/a']?.deletionTimestamp).toBeDefined();
+    expect(onDisk['default/a']?.finalizers).toEqual([FINALIZER]);
+    expect(onDisk['default/b']?.status.phase).toBe('Ready');
+    await store.close();
+    expect(Object.keys((await readStateFile(store.stateFile)).proxies)).toEqual(['default/b']);
+  });
+
+  it('forgets on open a Proxy the state file holds deleted and without finalizers', async () => {
+    const { dir } = await folder();
+    (await StandaloneStore.open({ dir, watch: false })).close();
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    const first = await StandaloneStore.open({ dir, watch: false });
+    await first.close();
+    // What a torn write of an earlier version could leave behind.
+    const state = JSON.parse(await readFile(first.stateFile, 'utf8')) as {
+      proxies: Record<string, Record<string, unknown>>;
+    };
+    state.proxies['default/a'] = {
+      ...state.proxies['default/b'],
+      uid: '6f1c3a52-9f4e-4d6b-9a51-0c7d2e8b4f10',
+      source: 'a.yaml',
+      deletionTimestamp: new Date().toISOString(),
+      finalizers: [],
+    };
+    await writeFile(first.stateFile, JSON.stringify(state));
+    const store = await StandaloneStore.open({ dir, watch: false });
+    expect(store.get('default/a')).toBeUndefined();
+    expect(Object.keys((await readStateFile(store.stateFile)).proxies)).toEqual(['default/b']);
+    await store.close();
+  });
+
   it('makes a new Proxy of a manifest put back while the old one was being deleted', async () => {
     const { dir } = await folder();
     (await StandaloneStore.open({ dir, watch: false })).close();
