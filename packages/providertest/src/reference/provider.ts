@@ -189,11 +189,14 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     this.log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
   }
 
-  /** Zone, machine type and image, each from the catalogue. */
+  /** Zone (optional with one zone), machine type and image, each from the catalogue. */
   protected checkPlacement(req: CheckedCreateRequest, ctx: OperationContext): void {
     const { zones, machineTypes, images } = this.config;
     const p = req.placement;
-    requireOneOf(ctx.provider, 'placement.zone', p.zone, zones, 'memory.zones');
+    // With one zone the zone may be left out; with more, it must be named.
+    if (zones.length > 1 || (p.zone !== undefined && p.zone !== '')) {
+      requireOneOf(ctx.provider, 'placement.zone', p.zone, zones, 'memory.zones');
+    }
     requireOneOf(
       ctx.provider,
       'placement.machineType',
