@@ -123,7 +123,7 @@ export interface Libvirtd {
   readonly dir: string;
   /** The read-write socket. */
   readonly socket: string;
-  /** The daemon's pid. */
+  /** The daemon's pid (a new one after {@link Libvirtd.restart}). */
   readonly pid: number;
   /** The log file (errors and warnings). */
   readonly logFile: string;
@@ -133,8 +133,16 @@ export interface Libvirtd {
   virsh(driver: string, args: readonly string[]): Promise<string>;
   /** Sends a signal (e.g. `SIGKILL` for fault tests, `SIGSTOP`/`SIGCONT`). */
   kill(signal: NodeJS.Signals): void;
-  /** Resolves when the process has exited. */
+  /** Resolves when the process has exited (the current one, after a restart). */
   readonly exited: Promise<void>;
+  /**
+   * Stops the daemon (SIGTERM) and starts it again on the same dir, socket
+   * and config, as an admin's `systemctl restart libvirtd` would: clients
+   * lose their connections, running guests keep running and the new
+   * daemon reconnects to them, persistent definitions stay. Resolves once
+   * the new daemon accepts connections.
+   */
+  restart(): Promise<void>;
   /**
    * Destroys running QEMU guests, stops the daemon (and the virtlogd it
    * started) and removes the temp dir unless `keepDir`.
@@ -201,27 +209,30 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
   }
   if (existsSync('/etc/libvirt')) await exec('cp', ['-a', '/etc/libvirt/.', join(priv, 'etc')]);
   const virtlogdPid = join(dir, 'virtlogd.pid');
-  const script = [
-    'set -e',
-    'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
-    `mount --bind "${join(priv, 'run')}" /run/libvirt`,
-    `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
-    `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,
-    `mount --bind "${join(priv, 'etc')}" /etc/libvirt`,
-    ...(opts.hideKvm !== false && existsSync('/dev/kvm') ? privateDev(join(priv, 'hostdev')) : []),
-    opts.virtlogd ? `${BINARIES.virtlogd} --pid-file "${virtlogdPid}" &` : ':',
-    `exec ${BINARIES.libvirtd} --config "${conf}" --pid-file "${join(dir, 'libvirtd.pid')}"`,
-  ].join('\n');
+  const script = (withLogd: boolean) =>
+    [
+      'set -e',
+      'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
+      `mount --bind "${join(priv, 'run')}" /run/libvirt`,
+      `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
+      `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,
+      `mount --bind "${join(priv, 'etc')}" /etc/libvirt`,
+      ...(opts.hideKvm !== false && existsSync('/dev/kvm')
+        ? privateDev(join(priv, 'hostdev'))
+        : []),
+      withLogd ? `${BINARIES.virtlogd} --pid-file "${virtlogdPid}" &` : ':',
+      `exec ${BINARIES.libvirtd} --config "${conf}" --pid-file "${join(dir, 'libvirtd.pid')}"`,
+    ].join('\n');
   const socket = join(dir, 'libvirt-sock');
-  const child = spawn(
-    'unshare',
-    ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const uri = (driver: string) => {
+    const [scheme, rest] = driver.split('://');
+    return `${scheme}+unix://${rest}?socket=${socket}`;
+  };
+  const virsh = async (driver: string, args: readonly string[]) =>
+    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
+  const logdPid = async (): Promise<number> => Number((await readOr(virtlogdPid)).trim());
   const stopLogd = async () => {
-    const pid = Number((await readOr(virtlogdPid)).trim());
+    const pid = await logdPid();
     if (pid > 0) {
       try {
         process.kill(pid, 'SIGTERM');
@@ -230,18 +241,34 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
       }
     }
   };
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
-  });
-  const exited = once(child, 'exit').then(() => {});
-  const uri = (driver: string) => {
-    const [scheme, rest] = driver.split('://');
-    return `${scheme}+unix://${rest}?socket=${socket}`;
+  const logdAlive = async (): Promise<boolean> => {
+    const pid = await logdPid();
+    if (!(pid > 0)) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   };
-  const virsh = async (driver: string, args: readonly string[]) =>
-    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
-  try {
+  let child!: ChildProcess;
+  let exited!: Promise<void>;
+  let stderr = '';
+  // Starts the daemon (and virtlogd, unless one from before a restart still runs).
+  const launch = async (withLogd: boolean) => {
+    stderr = '';
+    child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script(withLogd)],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const c = child;
+    exited = once(c, 'exit').then(() => {});
     await waitFor(
       'libvirtd',
       async () =>
@@ -250,10 +277,13 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
           () => true,
           () => false,
         )),
-      child,
+      c,
       opts.timeoutMs ?? 20_000,
       async () => `${stderr}\n${await readOr(logFile)}`,
     );
+  };
+  try {
+    await launch(opts.virtlogd === true);
   } catch (err) {
     await stopChild(child);
     await stopLogd();
@@ -263,14 +293,24 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
   return {
     dir,
     socket,
-    pid: child.pid ?? -1,
+    get pid() {
+      return child.pid ?? -1;
+    },
     logFile,
     uri,
     virsh,
     kill: (signal) => {
       child.kill(signal);
     },
-    exited,
+    get exited() {
+      return exited;
+    },
+    async restart() {
+      await stopChild(child);
+      // The old socket file stays behind until the new daemon replaces it.
+      await rm(socket, { force: true });
+      await launch(opts.virtlogd === true && !(await logdAlive()));
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         // Guests outlive libvirtd: destroy any still running first.
