@@ -98,7 +98,7 @@ export async function ensureQemuUser(): Promise<boolean> {
  * reachable at `hostdev`).
  */
 function privateDev(hostdev: string): string[] {
-  const nodes = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'ptmx', 'net/tun'];
+  const nodes = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'net/tun'];
   return [
     `mount --rbind /dev "${hostdev}"`,
     'mount -t tmpfs -o mode=755,nosuid tmpfs /dev',
@@ -107,7 +107,9 @@ function privateDev(hostdev: string): string[] {
       (n) =>
         `if [ -e "${hostdev}/${n}" ]; then touch /dev/${n}; mount --bind "${hostdev}/${n}" /dev/${n}; fi`,
     ),
-    `mount --rbind "${hostdev}/pts" /dev/pts`,
+    // A devpts of its own, as containers have: QEMU's pty consoles need a ptmx it may open.
+    'mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts',
+    'ln -s pts/ptmx /dev/ptmx',
     `mount --rbind "${hostdev}/shm" /dev/shm`,
     `if [ -d "${hostdev}/mqueue" ]; then mount --rbind "${hostdev}/mqueue" /dev/mqueue; fi`,
     'ln -s /proc/self/fd /dev/fd',
@@ -213,6 +215,8 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
     [
       'set -e',
       'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
+      // As the Debian package leaves it: the QEMU driver's log dir, where console logs go too.
+      `mkdir -p "${join(priv, 'log', 'qemu')}"`,
       `mount --bind "${join(priv, 'run')}" /run/libvirt`,
       `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
       `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,

@@ -65,7 +65,7 @@ describeWithPeers(
         const { writeFile } = await import('node:fs/promises');
         await writeFile(
           xml,
-          `<domain type="qemu"><name>${name}</name><memory unit="MiB">32</memory><os><type arch="x86_64" machine="pc">hvm</type></os><devices><emulator>/usr/bin/qemu-system-x86_64</emulator><video><model type="none"/></video><memballoon model="none"/></devices></domain>`,
+          `<domain type="qemu"><name>${name}</name><memory unit="MiB">32</memory><os><type arch="x86_64" machine="pc">hvm</type></os><devices><emulator>/usr/bin/qemu-system-x86_64</emulator><serial type="pty"><log file="/var/log/libvirt/qemu/${name}-console.log" append="off"/><target port="0"/></serial><console type="pty"><target type="serial" port="0"/></console><video><model type="none"/></video><memballoon model="none"/></devices></domain>`,
         );
         await d.virsh('qemu:///system', ['define', xml]);
         await d.virsh('qemu:///system', ['start', name]);
@@ -73,6 +73,8 @@ describeWithPeers(
           (await readFile(join(d.dir, 'root', 'run', 'qemu', `${name}.pid`), 'utf8')).trim(),
         );
         expect(alive(qemuPid)).toBe(true);
+        // A pty console logged through virtlogd works in the private /dev and log dir.
+        expect(existsSync(join(d.dir, 'root', 'log', 'qemu', `${name}-console.log`))).toBe(true);
         // A client connected before the restart sees its connection end.
         const client = connect(d.socket);
         await new Promise<void>((resolve, reject) => {
