@@ -1,0 +1,483 @@
+// One connection to a model host: the seam's calls, answered from the
+// model's state the way libvirtd 9 answers them.
+import { DomainState, RpcError } from '@proxy-op/libvirt-rpc';
+import type {
+  Domain,
+  DomainInterface,
+  LibvirtConnection,
+  LibvirtSeam,
+  NoArgs,
+  StoragePool,
+  StoragePoolInfo,
+  StorageVol,
+  StorageVolInfo,
+} from '../../src/seam.js';
+import {
+  abortable,
+  Err,
+  type LibvirtModel,
+  type ModelDomain,
+  type ModelHost,
+  type ModelPool,
+  type ModelVolume,
+  rpcAborted,
+} from './model.js';
+
+const QCOW2_MAGIC = Buffer.from([0x51, 0x46, 0x49, 0xfb]);
+/** What a fresh qcow2 overlay takes on disk (its header and tables), as the real pool reports. */
+const QCOW2_ALLOCATION = 200_704;
+
+function uuidString(u: Uint8Array): string {
+  const h = Buffer.from(u).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function unescapeText(s: string): string {
+  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_m, e: string) => {
+    const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+    if (e in named) return named[e] as string;
+    return String.fromCodePoint(
+      e.startsWith('#x') ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)),
+    );
+  });
+}
+
+/** Attribute values as libxml2 writes them back. */
+function reescape(s: string): string {
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/\n/g, '&#10;')
+    .replace(/\r/g, '&#13;')
+    .replace(/\t/g, '&#9;');
+}
+
+/** The metadata elements of a domain XML, by namespace URI, without their prefix (as libvirt returns them). */
+function metadataOf(xml: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const block = /<metadata>([\s\S]*?)<\/metadata>/.exec(xml)?.[1] ?? '';
+  for (const m of block.matchAll(
+    /<([\w.-]+):([\w.-]+)((?:\s+[\w.:-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*\/>/g,
+  )) {
+    const [, prefix, element, attrs] = m;
+    let uri: string | undefined;
+    const kept: string[] = [];
+    for (const a of (attrs ?? '').matchAll(/([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g)) {
+      const value = unescapeText(a[2] ?? a[3] ?? '');
+      if (a[1] === `xmlns:${prefix}`) uri = value;
+      else kept.push(` ${a[1]}="${reescape(value)}"`);
+    }
+    if (uri !== undefined) out.set(uri, `<${element}${kept.join('')}/>`);
+  }
+  return out;
+}
+
+function number(xml: string, re: RegExp): number | undefined {
+  const m = re.exec(xml);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/** A connection to one model host; the model counts and gates every call. */
+export class ModelConnection implements LibvirtSeam, LibvirtConnection {
+  readonly closed: Promise<unknown>;
+  #open = true;
+  #settle!: (reason: unknown) => void;
+  readonly #pending = new Set<(err: Error) => void>();
+
+  constructor(
+    readonly model: LibvirtModel,
+    readonly host: ModelHost,
+    readonly id: number,
+  ) {
+    this.closed = new Promise((r) => {
+      this.#settle = r;
+    });
+  }
+
+  get seam(): LibvirtSeam {
+    return this;
+  }
+
+  isOpen(): boolean {
+    return this.#open;
+  }
+
+  async close(): Promise<void> {
+    this.drop(new RpcError('ERR_RPC_CLOSED', 'connection closed'));
+  }
+
+  /** Ends the connection from the far side: every pending call fails, later calls too. */
+  drop(reason: Error = new RpcError('ERR_RPC_CLOSED', 'connection closed by the peer')): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.host.connections.delete(this);
+    for (const reject of this.#pending) reject(reason);
+    this.#pending.clear();
+    this.#settle(reason);
+  }
+
+  #call<T>(
+    method: string,
+    args: object,
+    signal: AbortSignal,
+    fn: () => T | Promise<T>,
+  ): Promise<T> {
+    if (!this.#open) {
+      return Promise.reject(new RpcError('ERR_RPC_CLOSED', `${method}: connection closed`));
+    }
+    if (signal.aborted) return Promise.reject(rpcAborted(method, signal));
+    const { gate, malformed } = this.model.admit(
+      this.host,
+      method,
+      this.id,
+      args as Record<string, unknown>,
+    );
+    const effect = (async () => {
+      if (gate !== undefined) await gate.hold();
+      if (this.host.delayMs > 0) await new Promise((r) => setTimeout(r, this.host.delayMs));
+      if (!this.#open) throw new RpcError('ERR_RPC_CLOSED', `${method}: connection closed`);
+      const v = await fn();
+      return (malformed ? null : v) as T;
+    })();
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.add(reject);
+      abortable(effect, signal, () => rpcAborted(method, signal)).then(
+        (v) => {
+          this.#pending.delete(reject);
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.#pending.delete(reject);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  #domain(dom: Domain): ModelDomain {
+    const want = Buffer.from(dom.uuid).toString('hex');
+    for (const d of this.host.domains.values()) {
+      if (d.uuid.toString('hex') === want) return d;
+    }
+    throw Err.noDomainByUuid(uuidString(dom.uuid), dom.name);
+  }
+
+  #handle(d: ModelDomain): Domain {
+    return { name: d.name, uuid: Buffer.from(d.uuid), id: d.id };
+  }
+
+  #pool(p: StoragePool): ModelPool {
+    const pool = this.host.pools.get(p.name);
+    if (pool === undefined || !pool.uuid.equals(Buffer.from(p.uuid))) throw Err.noPool(p.name);
+    return pool;
+  }
+
+  #activePool(name: string): ModelPool {
+    const pool = this.host.pools.get(name);
+    if (pool === undefined) throw Err.noPool(name);
+    if (!pool.running) throw Err.poolInactive(name);
+    return pool;
+  }
+
+  #vol(v: StorageVol): { pool: ModelPool; vol: ModelVolume } {
+    const pool = this.#activePool(v.pool);
+    const vol = pool.volumes.get(v.name);
+    if (vol === undefined) throw Err.noVol(v.name);
+    return { pool, vol };
+  }
+
+  #volHandle(pool: ModelPool, v: ModelVolume): StorageVol {
+    return { pool: pool.name, name: v.name, key: v.path };
+  }
+
+  #findFile(path: string): ModelVolume | undefined {
+    for (const p of this.host.pools.values()) {
+      for (const v of p.volumes.values()) if (v.path === path) return v;
+    }
+    return undefined;
+  }
+
+  static allocation(v: ModelVolume): number {
+    return v.format === 'qcow2' && v.backingPath !== undefined
+      ? QCOW2_ALLOCATION
+      : Math.max(v.capacity, v.data.length);
+  }
+
+  connectGetLibVersion(_a: NoArgs, signal: AbortSignal): Promise<number> {
+    return this.#call('connectGetLibVersion', {}, signal, () => this.host.libVersion);
+  }
+
+  connectGetHostname(_a: NoArgs, signal: AbortSignal): Promise<string> {
+    return this.#call('connectGetHostname', {}, signal, () => this.host.hostname);
+  }
+
+  connectListAllDomains(a: { flags: number }, signal: AbortSignal): Promise<Domain[]> {
+    return this.#call('connectListAllDomains', a, signal, () =>
+      [...this.host.domains.values()].map((d) => this.#handle(d)),
+    );
+  }
+
+  domainLookupByName(a: { name: string }, signal: AbortSignal): Promise<Domain> {
+    return this.#call('domainLookupByName', a, signal, () => {
+      const d = this.host.domains.get(a.name);
+      if (d === undefined) throw Err.noDomainByName(a.name);
+      return this.#handle(d);
+    });
+  }
+
+  domainDefineXml(a: { xml: string }, signal: AbortSignal): Promise<Domain> {
+    return this.#call(
+      'domainDefineXml',
+      { name: /<name>([^<]*)<\/name>/.exec(a.xml)?.[1] },
+      signal,
+      () => {
+        if (!/^\s*<domain[\s>][\s\S]*<\/domain>\s*$/.test(a.xml)) {
+          throw Err.xml("Couldn't find end of Start Tag domain line 1");
+        }
+        const name = /<name>([^<]*)<\/name>/.exec(a.xml)?.[1];
+        if (name === undefined || name === '') throw Err.xml('missing domain name');
+        const old = this.host.domains.get(name);
+        if (old !== undefined) throw Err.domainExists(name, uuidString(old.uuid));
+        const d = this.model.plantDomain(this.host, {
+          name,
+          metadata: [...metadataOf(a.xml)],
+          state: DomainState.SHUTOFF,
+          reason: 0,
+        });
+        d.xml = a.xml;
+        d.files = [...a.xml.matchAll(/<source file="([^"]*)"/g)].map((m) =>
+          unescapeText(m[1] ?? ''),
+        );
+        return this.#handle(d);
+      },
+    );
+  }
+
+  domainCreate(a: { dom: Domain }, signal: AbortSignal): Promise<void> {
+    return this.#call('domainCreate', a, signal, () => {
+      const d = this.#domain(a.dom);
+      if (d.state === DomainState.RUNNING) throw Err.alreadyRunning();
+      d.state = DomainState.RUNNING;
+      d.reason = 1;
+      d.id = this.host.nextId++;
+    });
+  }
+
+  domainDestroy(a: { dom: Domain }, signal: AbortSignal): Promise<void> {
+    return this.#call('domainDestroy', a, signal, () => {
+      const d = this.#domain(a.dom);
+      if (d.state !== DomainState.RUNNING && d.state !== DomainState.PAUSED) throw Err.notRunning();
+      if (!d.persistent) {
+        this.host.domains.delete(d.name);
+        return;
+      }
+      d.state = DomainState.SHUTOFF;
+      d.reason = 2;
+      d.id = -1;
+      d.agentIp = undefined;
+    });
+  }
+
+  domainUndefineFlags(a: { dom: Domain; flags: number }, signal: AbortSignal): Promise<void> {
+    return this.#call('domainUndefineFlags', a, signal, () => {
+      const d = this.#domain(a.dom);
+      if (d.state === DomainState.RUNNING || d.state === DomainState.PAUSED) d.persistent = false;
+      else this.host.domains.delete(d.name);
+    });
+  }
+
+  domainGetState(
+    a: { dom: Domain },
+    signal: AbortSignal,
+  ): Promise<{ state: number; reason: number }> {
+    return this.#call('domainGetState', a, signal, () => {
+      const d = this.#domain(a.dom);
+      return { state: d.state, reason: d.reason };
+    });
+  }
+
+  domainGetMetadata(a: { dom: Domain; uri: string }, signal: AbortSignal): Promise<string> {
+    return this.#call('domainGetMetadata', a, signal, () => {
+      const m = this.#domain(a.dom).metadata.get(a.uri);
+      if (m === undefined) throw Err.noMetadata();
+      return m;
+    });
+  }
+
+  domainInterfaceAddresses(
+    a: { dom: Domain; source: number },
+    signal: AbortSignal,
+  ): Promise<DomainInterface[]> {
+    return this.#call('domainInterfaceAddresses', a, signal, () => {
+      const d = this.#domain(a.dom);
+      if (d.state !== DomainState.RUNNING) throw Err.notRunning();
+      if (a.source === 2) throw Err.arpUnreadable();
+      if (a.source === 0) return [];
+      if (d.agentIp === undefined) throw Err.agentNotConnected();
+      return [
+        {
+          name: 'lo',
+          hwaddr: '00:00:00:00:00:00',
+          addrs: [{ type: 0, addr: '127.0.0.1', prefix: 8 }],
+        },
+        {
+          name: 'eth0',
+          hwaddr: '52:54:00:5e:00:2a',
+          addrs: [{ type: 0, addr: d.agentIp, prefix: 24 }],
+        },
+      ];
+    });
+  }
+
+  storagePoolLookupByName(a: { name: string }, signal: AbortSignal): Promise<StoragePool> {
+    return this.#call('storagePoolLookupByName', a, signal, () => {
+      const p = this.host.pools.get(a.name);
+      if (p === undefined) throw Err.noPool(a.name);
+      return { name: p.name, uuid: Buffer.from(p.uuid) };
+    });
+  }
+
+  storagePoolGetInfo(a: { pool: StoragePool }, signal: AbortSignal): Promise<StoragePoolInfo> {
+    return this.#call('storagePoolGetInfo', a, signal, () => {
+      const p = this.#pool(a.pool);
+      const allocation = [...p.volumes.values()].reduce(
+        (n, v) => n + ModelConnection.allocation(v),
+        0,
+      );
+      return {
+        state: p.running ? 2 : 0,
+        capacity: p.capacity,
+        allocation,
+        available: Math.max(0, p.capacity - allocation),
+      };
+    });
+  }
+
+  storagePoolRefresh(a: { pool: StoragePool }, signal: AbortSignal): Promise<void> {
+    return this.#call('storagePoolRefresh', a, signal, () => {
+      const p = this.#activePool(this.#pool(a.pool).name);
+      for (const v of p.volumes.values()) {
+        if (v.data.length >= 32 && v.data.subarray(0, 4).equals(QCOW2_MAGIC)) {
+          v.format = 'qcow2';
+          v.capacity = Number(v.data.readBigUInt64BE(24));
+        }
+      }
+    });
+  }
+
+  storageVolLookupByName(
+    a: { pool: StoragePool; name: string },
+    signal: AbortSignal,
+  ): Promise<StorageVol> {
+    return this.#call('storageVolLookupByName', a, signal, () => {
+      const p = this.#activePool(a.pool.name);
+      const v = p.volumes.get(a.name);
+      if (v === undefined) throw Err.noVol(a.name);
+      return this.#volHandle(p, v);
+    });
+  }
+
+  storageVolCreateXml(
+    a: { pool: StoragePool; xml: string },
+    signal: AbortSignal,
+  ): Promise<StorageVol> {
+    const name = /<name>([^<]*)<\/name>/.exec(a.xml)?.[1];
+    return this.#call('storageVolCreateXml', { pool: a.pool, name }, signal, () => {
+      const p = this.#activePool(a.pool.name);
+      if (name === undefined) throw Err.xml('missing volume name');
+      const n = unescapeText(name);
+      if (n.includes('/')) throw Err.volNameSlash(n);
+      if (p.volumes.has(n)) throw Err.volExists(n);
+      const backing = /<backingStore>([\s\S]*?)<\/backingStore>/.exec(a.xml)?.[1];
+      const backingPath =
+        backing === undefined
+          ? undefined
+          : unescapeText(/<path>([^<]*)<\/path>/.exec(backing)?.[1] ?? '');
+      if (backingPath !== undefined && this.#findFile(backingPath) === undefined) {
+        throw Err.backingMissing(backingPath);
+      }
+      const target = /<target>([\s\S]*?)<\/target>/.exec(a.xml)?.[1] ?? '';
+      const v: ModelVolume = {
+        name: n,
+        path: `${p.dir}/${n}`,
+        format: /<format type="qcow2"\/>/.test(target) ? 'qcow2' : 'raw',
+        capacity: number(a.xml, /<capacity(?:\s+unit="bytes")?>(\d+)<\/capacity>/) ?? 0,
+        data: Buffer.alloc(0),
+        backingPath,
+        backingFormat:
+          backing === undefined ? undefined : /<format type="(\w+)"\/>/.exec(backing)?.[1],
+      };
+      p.volumes.set(n, v);
+      return this.#volHandle(p, v);
+    });
+  }
+
+  storageVolGetPath(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
+    return this.#call('storageVolGetPath', a, signal, () => this.#vol(a.vol).vol.path);
+  }
+
+  storageVolGetInfo(a: { vol: StorageVol }, signal: AbortSignal): Promise<StorageVolInfo> {
+    return this.#call('storageVolGetInfo', a, signal, () => {
+      const { vol } = this.#vol(a.vol);
+      return { type: 0, capacity: vol.capacity, allocation: ModelConnection.allocation(vol) };
+    });
+  }
+
+  storageVolGetXmlDesc(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
+    return this.#call('storageVolGetXmlDesc', a, signal, () => {
+      const { vol } = this.#vol(a.vol);
+      const backing =
+        vol.backingPath === undefined
+          ? ''
+          : `  <backingStore>\n    <path>${vol.backingPath}</path>\n    <format type='${vol.backingFormat ?? 'raw'}'/>\n  </backingStore>\n`;
+      return [
+        "<volume type='file'>",
+        `  <name>${vol.name}</name>`,
+        `  <key>${vol.path}</key>`,
+        `  <capacity unit='bytes'>${vol.capacity}</capacity>`,
+        `  <allocation unit='bytes'>${ModelConnection.allocation(vol)}</allocation>`,
+        `  <physical unit='bytes'>${vol.data.length}</physical>`,
+        '  <target>',
+        `    <path>${vol.path}</path>`,
+        `    <format type='${vol.format}'/>`,
+        '  </target>',
+        `${backing}</volume>`,
+        '',
+      ].join('\n');
+    });
+  }
+
+  storageVolDelete(a: { vol: StorageVol }, signal: AbortSignal): Promise<void> {
+    return this.#call('storageVolDelete', a, signal, () => {
+      const { pool, vol } = this.#vol(a.vol);
+      pool.volumes.delete(vol.name);
+    });
+  }
+
+  storageVolUpload(
+    a: {
+      vol: StorageVol;
+      source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+      length: number;
+    },
+    signal: AbortSignal,
+  ): Promise<void> {
+    return this.#call('storageVolUpload', { vol: a.vol, length: a.length }, signal, async () => {
+      const { vol } = this.#vol(a.vol);
+      const chunks: Buffer[] = [];
+      try {
+        for await (const chunk of a.source) {
+          // The stream is aborted on the daemon when its caller gives up; what arrived stays written.
+          if (signal.aborted) throw rpcAborted('storageVolUpload', signal);
+          if (!this.#open)
+            throw new RpcError('ERR_RPC_CLOSED', 'storageVolUpload: connection closed');
+          chunks.push(Buffer.from(chunk));
+        }
+      } finally {
+        vol.data = Buffer.concat(chunks);
+      }
+    });
+  }
+}
