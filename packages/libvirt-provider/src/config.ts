@@ -336,12 +336,16 @@ export function validateLibvirtConfig(input: unknown): ConfigResult<LibvirtConfi
   if (!Array.isArray(rawHosts) || rawHosts.length === 0) {
     issues.push({ path: ['hosts'], message: 'must list at least one host' });
   } else {
+    const seen = new Set<unknown>();
     rawHosts.forEach((h: unknown, i) => {
+      const name = isRecord(h) ? h.name : undefined;
+      if (typeof name === 'string' && seen.has(name)) {
+        issues.push({ path: ['hosts', i, 'name'], message: `"${name}" is listed twice` });
+        return;
+      }
+      seen.add(name);
       const host = readHost(issues, h, i);
-      if (host === undefined) return;
-      if (hosts.some((o) => o.name === host.name)) {
-        issues.push({ path: ['hosts', i, 'name'], message: `"${host.name}" is listed twice` });
-      } else hosts.push(host);
+      if (host !== undefined) hosts.push(host);
     });
   }
 

@@ -196,6 +196,8 @@ async function download(
       headersTimeout: rt.budgets.call,
       bodyTimeout: rt.budgets.call,
     });
+    // Destroying the body on a failure must not raise an unheard 'error' event.
+    res.body.on('error', () => {});
     let consumed = false;
     try {
       if (res.statusCode < 200 || res.statusCode > 299) {

@@ -12,6 +12,7 @@ import {
   markedInstances,
   type OperationContext,
 } from '@proxy-op/contract';
+import { classify } from './classify.js';
 import type { HostConfig } from './config.js';
 import { readMark } from './domain.js';
 import { DOMAIN_NAME_RE, formatId } from './id.js';
@@ -32,10 +33,13 @@ export async function list(
       entries.push(...found.entries);
       skipped += found.skipped;
     } catch (err) {
+      // Only a host that cannot be reached is left out; one that refuses the key or
+      // answers nonsense fails the listing, since leaving it out would hide the fault.
       if (
         rt.flavour.profile.listPartial !== 'omit-unreachable' ||
         ctx.signal?.aborted ||
-        isMalformed(err)
+        isMalformed(err) ||
+        classify('list', err) !== 'Transient'
       ) {
         throw err;
       }

@@ -59,6 +59,11 @@ export function safeFields(
     else if (method === 'storagePoolLookupByName') out.pool = r.name;
     else out.volume = r.name;
   }
+  if (typeof r.xml === 'string') {
+    // Only the name out of the XML: the rest is for trace lines.
+    const name = /<name>([^<]{1,255})<\/name>/.exec(r.xml)?.[1];
+    if (name !== undefined) out[method === 'domainDefineXml' ? 'domain' : 'volume'] = name;
+  }
   if (typeof r.source === 'number') out.source = r.source;
   if (typeof r.length === 'number') out.bytes = r.length;
   return out;

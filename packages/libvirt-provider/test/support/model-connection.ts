@@ -55,7 +55,7 @@ function reescape(s: string): string {
 }
 
 /** The metadata elements of a domain XML, by namespace URI, without their prefix (as libvirt returns them). */
-function metadataOf(xml: string): Map<string, string> {
+export function metadataOf(xml: string): Map<string, string> {
   const out = new Map<string, string>();
   const block = /<metadata>([\s\S]*?)<\/metadata>/.exec(xml)?.[1] ?? '';
   for (const m of block.matchAll(
@@ -138,8 +138,9 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       if (gate !== undefined) await gate.hold();
       if (this.host.delayMs > 0) await new Promise((r) => setTimeout(r, this.host.delayMs));
       if (!this.#open) throw new RpcError('ERR_RPC_CLOSED', `${method}: connection closed`);
-      const v = await fn();
-      return (malformed ? null : v) as T;
+      // An answer that cannot be read stands in for whatever the call would have answered.
+      if (malformed) return null as T;
+      return fn();
     })();
     return new Promise<T>((resolve, reject) => {
       this.#pending.add(reject);

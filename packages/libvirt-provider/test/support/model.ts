@@ -183,6 +183,10 @@ export interface ModelCall {
   readonly method: string;
   /** The connection it ran on (0 for a dial). */
   readonly conn: number;
+  /** The domain, volume or pool it names, when it names one. */
+  readonly target?: string | undefined;
+  /** The address source asked, for `domainInterfaceAddresses`. */
+  readonly source?: number | undefined;
 }
 
 interface Block {
@@ -319,7 +323,12 @@ export class LibvirtModel {
     conn: number,
     args: Record<string, unknown>,
   ): { gate?: HarnessGate | undefined; malformed: boolean } {
-    this.calls.push({ host: host.name, method, conn });
+    const named = (v: unknown) => (v as { name?: unknown } | undefined)?.name;
+    const target = [args.name, named(args.vol), named(args.dom), named(args.pool)].find(
+      (v): v is string => typeof v === 'string',
+    );
+    const source = typeof args.source === 'number' ? args.source : undefined;
+    this.calls.push({ host: host.name, method, conn, target, source });
     let gate: HarnessGate | undefined;
     for (const b of this.#blocks) {
       if (b.remaining > 0) {
