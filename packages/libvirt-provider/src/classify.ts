@@ -14,6 +14,18 @@ import {
 import { ErrorCode, LibvirtError, RpcError } from '@proxy-op/libvirt-rpc';
 import { MarkFormatError } from './flavour.js';
 
+function brand(err: Error, name: string): void {
+  Object.defineProperty(err, Symbol.for(`@proxy-op/libvirt-provider.${name}`), { value: true });
+}
+
+function branded(err: unknown, name: string): boolean {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    (err as Record<symbol, unknown>)[Symbol.for(`@proxy-op/libvirt-provider.${name}`)] === true
+  );
+}
+
 /** `VIR_ERR_XML_DETAIL`: an XML document libvirt could not parse. */
 export const ERR_XML_DETAIL = 35;
 
@@ -46,9 +58,14 @@ export class DialError extends Error {
   ) {
     super(message, options);
     this.code = `LIBVIRT_DIAL_${stage.toUpperCase()}`;
+    brand(this, 'DialError');
   }
   override get name(): string {
     return 'DialError';
+  }
+  /** Whether `err` is a DialError, also across two installed copies of this package. */
+  static isInstance(err: unknown): err is DialError {
+    return branded(err, 'DialError');
   }
 }
 
@@ -61,9 +78,14 @@ export class BudgetError extends Error {
     options?: { cause?: unknown },
   ) {
     super(`libvirt call ${call} did not answer within ${budgetMs} ms`, options);
+    brand(this, 'BudgetError');
   }
   override get name(): string {
     return 'BudgetError';
+  }
+  /** Whether `err` is a BudgetError, also across two installed copies of this package. */
+  static isInstance(err: unknown): err is BudgetError {
+    return branded(err, 'BudgetError');
   }
 }
 
@@ -78,9 +100,14 @@ export class ImageError extends Error {
   ) {
     super(message, options);
     this.code = `LIBVIRT_IMAGE_${kind.toUpperCase()}`;
+    brand(this, 'ImageError');
   }
   override get name(): string {
     return 'ImageError';
+  }
+  /** Whether `err` is an ImageError, also across two installed copies of this package. */
+  static isInstance(err: unknown): err is ImageError {
+    return branded(err, 'ImageError');
   }
 }
 
@@ -126,10 +153,10 @@ export function classifyLibvirt(code: number): ErrorClass {
 export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return errorClassOf(err);
   if (LibvirtError.isInstance(err)) return classifyLibvirt(err.code);
-  if (err instanceof DialError || err instanceof ImageError) {
+  if (DialError.isInstance(err) || ImageError.isInstance(err)) {
     return err.permanent ? 'Permanent' : 'Transient';
   }
-  if (err instanceof MarkFormatError) return 'Permanent';
+  if (MarkFormatError.isInstance(err)) return 'Permanent';
   if (isSshDialError(err))
     return err.stage === 'hostkey' || err.stage === 'auth' ? 'Permanent' : 'Transient';
   return 'Transient';
@@ -157,7 +184,7 @@ export const LibvirtReason = {
 /** The Checker's reason for a failure, given whether the round's signal fired. */
 export function reasonFor(err: unknown, roundAborted: boolean): Reason {
   if (roundAborted) return Reason.Timeout;
-  if (err instanceof DialError) {
+  if (DialError.isInstance(err)) {
     switch (err.stage) {
       case 'credentials':
         return LibvirtReason.CredentialsUnavailable;
@@ -170,7 +197,7 @@ export function reasonFor(err: unknown, roundAborted: boolean): Reason {
         return Reason.Unreachable;
     }
   }
-  if (err instanceof BudgetError) return Reason.Timeout;
+  if (BudgetError.isInstance(err)) return Reason.Timeout;
   if (LibvirtError.isInstance(err)) {
     if (err.code === ErrorCode.ERR_ACCESS_DENIED || err.code === ErrorCode.ERR_AUTH_FAILED) {
       return Reason.Forbidden;

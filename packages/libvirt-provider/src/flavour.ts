@@ -64,10 +64,24 @@ export interface LibvirtFlavour {
 /** A metadata element the namespace cannot read: Permanent where it matters. */
 export class MarkFormatError extends Error {
   readonly code = 'LIBVIRT_MARK_UNREADABLE';
+  constructor(message: string) {
+    super(message);
+    Object.defineProperty(this, MARK_BRAND, { value: true });
+  }
   override get name(): string {
     return 'MarkFormatError';
   }
+  /** Whether `err` is a MarkFormatError, also across two installed copies of this package. */
+  static isInstance(err: unknown): err is MarkFormatError {
+    return (
+      typeof err === 'object' &&
+      err !== null &&
+      (err as Record<symbol, unknown>)[MARK_BRAND] === true
+    );
+  }
 }
+
+const MARK_BRAND = Symbol.for('@proxy-op/libvirt-provider.MarkFormatError');
 
 const ATTR_RE = /([A-Za-z_][\w.:-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 const ELEMENT_RE = /^\s*<([A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)((?:\s+[^<>]*?)?)\s*\/?>/;

@@ -179,7 +179,7 @@ export class HostTable {
   }
 
   #dialError(host: HostConfig, err: unknown, timedOut: boolean): DialError {
-    if (err instanceof DialError) return err;
+    if (DialError.isInstance(err)) return err;
     const { type } = this.#o;
     const where = `${host.user}@${host.address}:${host.port} (host ${host.name})`;
     if (timedOut) {

@@ -305,7 +305,7 @@ async function upload(
   } catch (err) {
     body.destroy();
     if (failure !== undefined) throw failure;
-    if (bytes < length && !signal.aborted && !(err instanceof ImageError)) {
+    if (bytes < length && !signal.aborted && !ImageError.isInstance(err)) {
       rt.log.debug(
         { host: plan.host.name, bytes, length, ...errorFields(err) },
         `${rt.flavour.prefix} image upload cut`,

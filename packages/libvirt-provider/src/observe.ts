@@ -74,7 +74,7 @@ export function callErrorFields(err: unknown): Record<string, string | number> {
   if (LibvirtError.isInstance(err)) {
     return { error: 'LibvirtError', libvirtCode: err.code, libvirtMessage: err.message };
   }
-  if (RpcError.isInstance(err) || err instanceof BudgetError) {
+  if (RpcError.isInstance(err) || BudgetError.isInstance(err)) {
     return { error: err.name, errorCode: err.code };
   }
   return { error: err instanceof Error ? err.name : typeof err };

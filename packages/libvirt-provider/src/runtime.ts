@@ -103,8 +103,8 @@ export function isMalformed(err: unknown): boolean {
 /** Log fields of a failure: libvirt's code and message, the dial stage, or the error's name. */
 export function errorFields(err: unknown): Record<string, string | number> {
   if (LibvirtError.isInstance(err)) return { libvirtCode: err.code, error: err.message };
-  if (err instanceof DialError) return { stage: err.stage, error: err.name };
-  if (err instanceof BudgetError) return { error: err.name, call: err.call };
+  if (DialError.isInstance(err)) return { stage: err.stage, error: err.name };
+  if (BudgetError.isInstance(err)) return { error: err.name, call: err.call };
   const code = (err as { code?: unknown } | null)?.code;
   return {
     error: err instanceof Error ? err.name : typeof err,

@@ -22,7 +22,7 @@ import type {
 import { plantedMarkPairs } from '@proxy-op/providertest';
 import ssh2 from 'ssh2';
 import type { Budgets } from '../../src/budgets.js';
-import { BudgetError, classify, DialError, ImageError } from '../../src/classify.js';
+import { BudgetError, DialError, ImageError } from '../../src/classify.js';
 import type { LibvirtFlavour } from '../../src/flavour.js';
 import { MarkFormatError } from '../../src/flavour.js';
 import { domainIds } from '../../src/id.js';
@@ -302,7 +302,7 @@ export async function createModelFixture(
       flavour.profile.quota === 'absent'
         ? CLASSIFY_CASES.filter((c) => c.want !== 'QuotaExceeded')
         : CLASSIFY_CASES,
-    classify,
+    classify: (op, err) => module.classify(op, err),
     checkTargets: names,
     delayTarget: (target, ms) => {
       host(target).delayMs = ms;
