@@ -9,6 +9,7 @@ import { DomainState, ErrorCode } from '@proxy-op/libvirt-rpc';
 import { hasCode } from './classify.js';
 import { checkDomain, type Runtime, signalOf } from './runtime.js';
 import type { Domain, LibvirtSeam } from './seam.js';
+import { isStarting } from './state.js';
 
 /** The domain named `name`, or undefined when there is none. */
 export async function lookupDomain(
@@ -92,25 +93,32 @@ export async function ensureRunning(
   host: string,
 ): Promise<void> {
   const signal = signalOf(ctx);
-  const { state } = await domainState(seam, dom, signal);
+  const { state, reason } = await domainState(seam, dom, signal);
   if (state === DomainState.RUNNING || state === DomainState.BLOCKED) return;
-  if (state === DomainState.PAUSED || state === DomainState.PMSUSPENDED) {
+  if (isStarting(state, reason)) {
+    // An earlier attempt's start, still under way on the daemon: wait for it, do not start again.
+  } else if (state === DomainState.PAUSED || state === DomainState.PMSUSPENDED) {
     throw ctx.permanent(
       `domain ${dom.name} on host ${host} is ${stateName(state)}; resume it on the host (virsh resume) or delete it`,
     );
-  }
-  try {
-    await seam.domainCreate({ dom }, signal);
-  } catch (err) {
-    // Started meanwhile (an earlier attempt the daemon still carried out): the wait below decides.
-    if (!hasCode(err, ErrorCode.ERR_OPERATION_INVALID)) throw err;
+  } else {
+    try {
+      await seam.domainCreate({ dom }, signal);
+    } catch (err) {
+      // Started meanwhile (an earlier attempt the daemon still carried out): the wait below decides.
+      if (!hasCode(err, ErrorCode.ERR_OPERATION_INVALID)) throw err;
+    }
   }
   if (rt.flavour.profile.createReturn !== 'blocking') return;
   const deadline = Date.now() + rt.budgets.running;
   for (;;) {
     const st = await domainState(seam, dom, signal);
     if (st.state === DomainState.RUNNING || st.state === DomainState.BLOCKED) return;
-    if (st.state !== DomainState.NOSTATE && st.state !== DomainState.SHUTOFF) {
+    if (
+      !isStarting(st.state, st.reason) &&
+      st.state !== DomainState.NOSTATE &&
+      st.state !== DomainState.SHUTOFF
+    ) {
       throw ctx.transient(
         `domain ${dom.name} on host ${host} is ${stateName(st.state)} right after its start`,
       );

@@ -10,6 +10,13 @@ import { DomainState } from '@proxy-op/libvirt-rpc';
 export const SHUTOFF_UNKNOWN = 0;
 /** `VIR_DOMAIN_SHUTOFF_FAILED`: a domain whose start failed (a missing disk, QEMU refused). */
 export const SHUTOFF_FAILED = 6;
+/** `VIR_DOMAIN_PAUSED_STARTING_UP`: QEMU is up with its vCPUs held while libvirt finishes the start. */
+export const PAUSED_STARTING_UP = 11;
+
+/** True while libvirt is still starting the domain (paused, reason starting up). */
+export function isStarting(state: number, reason: number): boolean {
+  return state === DomainState.PAUSED && reason === PAUSED_STARTING_UP;
+}
 
 /**
  * The contract state of a libvirt state and reason:
@@ -20,6 +27,7 @@ export const SHUTOFF_FAILED = 6;
  * | running, blocked | any | none | Provisioning |
  * | running, blocked | any | an IPv4 | Running |
  * | shutoff | unknown (defined, never started), failed (its start failed) | any | Provisioning |
+ * | paused | starting up (a start in progress) | any | Provisioning |
  * | shutoff (other reasons), paused, shutdown, crashed, pmsuspended, anything else | any | any | Stopped |
  */
 export function mapState(state: number, reason: number, ip: string | undefined): State {
@@ -29,6 +37,8 @@ export function mapState(state: number, reason: number, ip: string | undefined):
     case DomainState.RUNNING:
     case DomainState.BLOCKED:
       return ip === undefined ? 'Provisioning' : 'Running';
+    case DomainState.PAUSED:
+      return reason === PAUSED_STARTING_UP ? 'Provisioning' : 'Stopped';
     case DomainState.SHUTOFF:
       return reason === SHUTOFF_UNKNOWN || reason === SHUTOFF_FAILED ? 'Provisioning' : 'Stopped';
     default:

@@ -190,6 +190,30 @@ describe('operations', () => {
     }
   });
 
+  it('waits out a start that a cancelled attempt left under way, instead of refusing a paused domain', async () => {
+    const { fx, provider } = await fixture();
+    fx.model.host('kvm-a').startMs = 300;
+    const req = request();
+    const held = fx.model.holdNext('domainCreate');
+    const ac = new AbortController();
+    const first = provider.create(req, { signal: ac.signal });
+    first.catch(() => {});
+    await held.reached;
+    ac.abort();
+    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
+    held.release();
+    // The daemon starts the domain now (paused, starting up) while the retry looks at it.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fx.model.domain('kvm-a', req.name)).toMatchObject({
+      state: DomainState.PAUSED,
+      reason: 11,
+    });
+    expect((await provider.get(`hosts/kvm-a/domains/${req.name}`)).state).toBe('Provisioning');
+    await provider.create(req);
+    expect(fx.model.domain('kvm-a', req.name).state).toBe(DomainState.RUNNING);
+    expect(fx.model.calls.filter((c) => c.method === 'domainCreate')).toHaveLength(1);
+  });
+
   it('lists marks only: one listing and one metadata read per domain, unreadable ones skipped', async () => {
     const { fx, provider, logs } = await fixture();
     const id = await provider.create(request());

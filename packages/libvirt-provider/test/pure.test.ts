@@ -265,6 +265,7 @@ describe('states and addresses', () => {
       [1, 1, '10.0.0.5', 'Running'],
       [2, 0, '10.0.0.5', 'Running'],
       [3, 1, '10.0.0.5', 'Stopped'],
+      [3, 11, undefined, 'Provisioning'],
       [4, 1, undefined, 'Stopped'],
       [5, 0, undefined, 'Provisioning'],
       [5, 6, undefined, 'Provisioning'],

@@ -257,12 +257,19 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   }
 
   domainCreate(a: { dom: Domain }, signal: AbortSignal): Promise<void> {
-    return this.#call('domainCreate', a, signal, () => {
+    return this.#call('domainCreate', a, signal, async () => {
       const d = this.#domain(a.dom);
-      if (d.state === DomainState.RUNNING) throw Err.alreadyRunning();
+      if (d.state === DomainState.RUNNING || d.state === DomainState.PAUSED)
+        throw Err.alreadyRunning();
+      d.id = this.host.nextId++;
+      if (this.host.startMs > 0) {
+        // QEMU runs with its vCPUs held until libvirt has set the domain up: paused, starting up.
+        d.state = DomainState.PAUSED;
+        d.reason = 11;
+        await new Promise((r) => setTimeout(r, this.host.startMs));
+      }
       d.state = DomainState.RUNNING;
       d.reason = 1;
-      d.id = this.host.nextId++;
     });
   }
 

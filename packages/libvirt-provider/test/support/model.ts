@@ -171,6 +171,8 @@ export interface ModelHost {
   accessDenied: boolean;
   /** Extra latency of every call on this host, in ms. */
   delayMs: number;
+  /** How long a domain start holds the domain paused (starting up) before it runs, in ms. */
+  startMs: number;
   pools: Map<string, ModelPool>;
   domains: Map<string, ModelDomain>;
   connections: Set<ModelConnection>;
@@ -248,6 +250,7 @@ export class LibvirtModel {
       socketUp: true,
       accessDenied: false,
       delayMs: 0,
+      startMs: 0,
       pools: new Map(),
       domains: new Map(),
       connections: new Set(),
