@@ -457,3 +457,18 @@ export {
   type TestGuest,
   type TestGuestOptions,
 } from './guest.js';
+export {
+  type ImageMode,
+  type ImageServer,
+  sha256Of,
+  startImageServer,
+} from './images.js';
+export {
+  agentAddresses,
+  dumpedSeedFile,
+  type LibvirtStack,
+  type Relay,
+  STACK_PEERS,
+  startLibvirtStack,
+  startRelay,
+} from './stack.js';

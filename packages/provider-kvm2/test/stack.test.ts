@@ -3,18 +3,19 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createProvider, isNotFound, type Provider } from '@proxy-op/contract';
-import { TEST_GUEST_MARK, TEST_GUEST_PEERS } from '@proxy-op/libvirt-harness';
-import { sshTransport } from '@proxy-op/libvirt-provider';
-import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
-import { describeWithPeers } from '@proxy-op/testkit';
-import * as vitest from 'vitest';
 import {
   agentAddresses,
   dumpedSeedFile,
   type LibvirtStack,
   STACK_PEERS,
   startLibvirtStack,
-} from '../../libvirt-provider/test/support/stack.js';
+  TEST_GUEST_MARK,
+  TEST_GUEST_PEERS,
+} from '@proxy-op/libvirt-harness';
+import { sshTransport } from '@proxy-op/libvirt-provider';
+import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
+import { describeWithPeers } from '@proxy-op/testkit';
+import * as vitest from 'vitest';
 import { StepTransport } from '../../libvirt-provider/test/support/stepper.js';
 import { providerModule } from '../src/module.js';
 

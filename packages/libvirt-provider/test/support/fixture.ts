@@ -11,6 +11,7 @@ import {
   type ProviderModule,
   QuotaExceededError,
 } from '@proxy-op/contract';
+import { type ImageServer, startImageServer } from '@proxy-op/libvirt-harness';
 import { DomainState, RpcError } from '@proxy-op/libvirt-rpc';
 import { SshDialError } from '@proxy-op/libvirt-rpc/ssh';
 import type {
@@ -27,7 +28,6 @@ import type { LibvirtFlavour } from '../../src/flavour.js';
 import { MarkFormatError } from '../../src/flavour.js';
 import { domainIds } from '../../src/id.js';
 import { IMAGE_PREFIX, overlayName, seedName } from '../../src/runtime.js';
-import { type ImageServer, startImageServer } from './image-server.js';
 import { Err, knownHostsLine, LibvirtModel, type ModelDomain, type ModelHost } from './model.js';
 import { ModelConnection, metadataOf } from './model-connection.js';
 import { qcow2Header } from './qcow2.js';

@@ -1,7 +1,11 @@
-// The real stack the libvirt providers' end-to-end suites run on: a private
-// libvirtd (QEMU under TCG, virtlogd) with a persistent dir pool, an sshd on
-// loopback reached through a TCP relay that can cut connections, an HTTP
-// server holding the test guest image, and the key files a provider reads.
+/**
+ * The real stack the libvirt providers' end-to-end suites run on: a private
+ * libvirtd (QEMU under TCG, virtlogd) with a persistent dir pool, an sshd on
+ * loopback reached through a TCP relay that can cut connections, an HTTP
+ * server holding the test guest image, and the key files a provider reads.
+ *
+ * @module
+ */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -9,16 +13,9 @@ import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import {
-  buildTestGuest,
-  type Libvirtd,
-  type Sshd,
-  startLibvirtd,
-  startSshd,
-  TEST_GUEST_MARK,
-  type TestGuest,
-} from '@proxy-op/libvirt-harness';
-import { type ImageServer, startImageServer } from './image-server.js';
+import { buildTestGuest, TEST_GUEST_MARK, type TestGuest } from './guest.js';
+import { type ImageServer, startImageServer } from './images.js';
+import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
 
 const exec = promisify(execFile);
 
@@ -45,7 +42,8 @@ export interface Relay {
   close(): Promise<void>;
 }
 
-async function startRelay(port: number): Promise<Relay> {
+/** Starts a relay on 127.0.0.1 to `port` on 127.0.0.1. */
+export async function startRelay(port: number): Promise<Relay> {
   const sockets = new Set<Socket>();
   let limit: number | undefined;
   let accepted = 0;
@@ -100,6 +98,7 @@ async function startRelay(port: number): Promise<Relay> {
   };
 }
 
+/** The stack {@link startLibvirtStack} starts. */
 export interface LibvirtStack {
   readonly daemon: Libvirtd;
   readonly sshd: Sshd;

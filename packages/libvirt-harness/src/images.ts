@@ -1,6 +1,10 @@
-// An HTTP image server on loopback for the image-cache tests: serves files
-// or buffers with Content-Length, counts requests, and misbehaves on demand
-// (a wrong body, a short body, no Content-Length, an error status).
+/**
+ * An HTTP image server on loopback for the image-cache tests: serves files
+ * or buffers with Content-Length, counts requests, and misbehaves on demand
+ * (a wrong body, a short body, no Content-Length, an error status).
+ *
+ * @module
+ */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
@@ -8,6 +12,7 @@ import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { Readable } from 'node:stream';
 
+/** How a path is served: as it is, one byte changed, half of it, without Content-Length, or with an error status. */
 export type ImageMode = 'ok' | 'corrupt' | 'short' | 'no-length' | { status: number };
 
 interface Entry {
@@ -16,6 +21,7 @@ interface Entry {
   mode: ImageMode;
 }
 
+/** A running {@link startImageServer}. */
 export interface ImageServer {
   /** The URL of `path` (`/name.qcow2`). */
   url(path: string): string;
@@ -28,6 +34,7 @@ export interface ImageServer {
   close(): Promise<void>;
 }
 
+/** The SHA-256 (hex) of a buffer or a file. */
 export async function sha256Of(source: Buffer | string): Promise<string> {
   const h = createHash('sha256');
   if (typeof source !== 'string') return h.update(source).digest('hex');
@@ -35,6 +42,7 @@ export async function sha256Of(source: Buffer | string): Promise<string> {
   return h.digest('hex');
 }
 
+/** Starts the image server on 127.0.0.1 and a free port. */
 export async function startImageServer(): Promise<ImageServer> {
   const entries = new Map<string, Entry>();
   const counts = new Map<string, number>();
@@ -69,11 +77,11 @@ export async function startImageServer(): Promise<ImageServer> {
       src.on('data', (c: Buffer) => {
         const part = c.subarray(0, Math.max(0, half - sent));
         sent += part.length;
-        if (part.length > 0) res.write(part);
         if (sent >= half) {
           (src as unknown as { destroy(): void }).destroy();
-          res.socket?.destroy();
-        }
+          // Cut once what was promised so far has left, so the client sees a short body.
+          res.write(part, () => res.socket?.destroy());
+        } else if (part.length > 0) res.write(part);
       });
       return;
     }
