@@ -9,11 +9,9 @@ import {
   createProvider,
   type Provider,
   type ProviderModule,
-  QuotaExceededError,
 } from '@proxy-op/contract';
 import { type ImageServer, startImageServer } from '@proxy-op/libvirt-harness';
-import { DomainState, RpcError } from '@proxy-op/libvirt-rpc';
-import { SshDialError } from '@proxy-op/libvirt-rpc/ssh';
+import { DomainState } from '@proxy-op/libvirt-rpc';
 import type {
   BackendHarness,
   ConformanceDeps,
@@ -23,12 +21,12 @@ import type {
 import { plantedMarkPairs } from '@proxy-op/providertest';
 import ssh2 from 'ssh2';
 import type { Budgets } from '../../src/budgets.js';
-import { BudgetError, DialError, ImageError } from '../../src/classify.js';
 import type { LibvirtFlavour } from '../../src/flavour.js';
-import { MarkFormatError } from '../../src/flavour.js';
 import { domainIds } from '../../src/id.js';
 import { IMAGE_PREFIX, overlayName, seedName } from '../../src/runtime.js';
-import { Err, knownHostsLine, LibvirtModel, type ModelDomain, type ModelHost } from './model.js';
+import { checkScenarios } from './check-scenarios.js';
+import { CLASSIFY_CASES } from './classify-cases.js';
+import { knownHostsLine, LibvirtModel, type ModelDomain, type ModelHost } from './model.js';
 import { ModelConnection, metadataOf } from './model-connection.js';
 import { qcow2Header } from './qcow2.js';
 
@@ -307,73 +305,7 @@ export async function createModelFixture(
     delayTarget: (target, ms) => {
       host(target).delayMs = ms;
     },
-    checkScenarios: [
-      { name: 'every host answers', arrange: () => {}, want: 'Reachable' },
-      {
-        name: 'the host keys changed',
-        arrange: () => {
-          for (const h of model.hosts.values()) h.hostKey = Buffer.from(h.hostKey).fill(7, 19);
-        },
-        want: 'Unauthorized',
-      },
-      {
-        name: 'the key is no longer authorized',
-        arrange: () => {
-          for (const h of model.hosts.values()) h.acceptedKeys = new Set(['another key']);
-        },
-        want: 'Unauthorized',
-      },
-      {
-        name: 'the key file is missing',
-        arrange: () => rmSync(keyFile),
-        want: 'CredentialsUnavailable',
-      },
-      {
-        name: 'the known_hosts file is missing',
-        arrange: () => rmSync(knownHostsFile),
-        want: 'CredentialsUnavailable',
-      },
-      {
-        name: 'the last host does not answer',
-        arrange: () => {
-          host(names[names.length - 1] as string).reachable = false;
-        },
-        want: 'Unreachable',
-        target: names[names.length - 1] as string,
-      },
-      {
-        name: 'libvirtd is down on the first host',
-        arrange: () => {
-          host(first).socketUp = false;
-        },
-        want: 'Unreachable',
-        target: first,
-      },
-      {
-        name: 'libvirt refuses the user',
-        arrange: () => {
-          host(first).accessDenied = true;
-        },
-        want: 'Forbidden',
-        target: first,
-      },
-      {
-        name: 'the pool is missing on the last host',
-        arrange: () => {
-          host(names[names.length - 1] as string).pools.clear();
-        },
-        want: 'PoolNotFound',
-        target: names[names.length - 1] as string,
-      },
-      {
-        name: 'the pool is stopped on the first host',
-        arrange: () => {
-          for (const p of host(first).pools.values()) p.running = false;
-        },
-        want: 'PoolNotActive',
-        target: first,
-      },
-    ],
+    checkScenarios: checkScenarios(model, names, { keyFile, knownHostsFile }),
     credentialSentinel: key,
     rejectCredential: () => {
       // The admin revoked the key on every host and ended its sessions; sshd echoes what it refused.
@@ -411,155 +343,4 @@ export async function createModelFixture(
   };
 }
 
-const sshAuth = new SshDialError('auth', 'ssh dial 192.0.2.10:22: authentication refused', {
-  cause: Object.assign(new Error('All configured authentication methods failed'), {
-    level: 'client-authentication',
-  }),
-});
-const sshHostKey = new SshDialError('hostkey', 'ssh dial 192.0.2.10:22: host key not accepted');
-
-/** Realistic failures as the engine meets them (libvirt's texts from seam.real.test.ts), and their classes. */
-export const CLASSIFY_CASES: BackendHarness['classifyCases'] = [
-  {
-    name: 'no domain with matching name',
-    op: 'get',
-    error: Err.noDomainByName('proxy-a'),
-    want: 'NotFound',
-  },
-  {
-    name: 'no domain with matching uuid',
-    op: 'delete',
-    error: Err.noDomainByUuid('00000000-0000-0000-0000-000000000000', 'proxy-a'),
-    want: 'NotFound',
-  },
-  { name: 'no storage vol', op: 'delete', error: Err.noVol('proxy-a.qcow2'), want: 'NotFound' },
-  { name: 'no storage pool', op: 'create', error: Err.noPool('default'), want: 'Permanent' },
-  {
-    name: 'malformed domain XML',
-    op: 'create',
-    error: Err.xml("Couldn't find end of Start Tag domain line 1"),
-    want: 'Permanent',
-  },
-  {
-    name: 'access denied by the ACL driver',
-    op: 'list',
-    error: Err.accessDenied(),
-    want: 'Permanent',
-  },
-  { name: 'SSH authentication refused', op: 'get', error: sshAuth, want: 'Permanent' },
-  { name: 'SSH host key not accepted', op: 'list', error: sshHostKey, want: 'Permanent' },
-  {
-    name: 'dial: host key refused',
-    op: 'get',
-    error: new DialError('hostkey', 'kvm-a', 'host key refused', true, { cause: sshHostKey }),
-    want: 'Permanent',
-  },
-  {
-    name: 'dial: key file unreadable',
-    op: 'get',
-    error: new DialError('credentials', 'kvm-a', 'cannot read sshKeyFile (ENOENT)', false),
-    want: 'Transient',
-  },
-  {
-    name: 'dial: key file holds no key',
-    op: 'get',
-    error: new DialError('credentials', 'kvm-a', 'not a private key', true),
-    want: 'Permanent',
-  },
-  {
-    name: 'dial: connection refused',
-    op: 'create',
-    error: new DialError('connect', 'kvm-a', 'ECONNREFUSED', false),
-    want: 'Transient',
-  },
-  {
-    name: 'dial: libvirtd socket missing',
-    op: 'create',
-    error: new DialError('channel', 'kvm-a', 'open failed', false),
-    want: 'Transient',
-  },
-  { name: 'domain is not running', op: 'delete', error: Err.notRunning(), want: 'Transient' },
-  {
-    name: 'domain is already running',
-    op: 'create',
-    error: Err.alreadyRunning(),
-    want: 'Transient',
-  },
-  {
-    name: 'domain already exists with uuid',
-    op: 'create',
-    error: Err.domainExists('proxy-a', '00000000-0000-0000-0000-000000000000'),
-    want: 'Transient',
-  },
-  {
-    name: 'guest agent not connected',
-    op: 'get',
-    error: Err.agentNotConnected(),
-    want: 'Transient',
-  },
-  { name: 'ARP table unreadable', op: 'get', error: Err.arpUnreadable(), want: 'Transient' },
-  {
-    name: 'storage pool not active',
-    op: 'create',
-    error: Err.poolInactive('default'),
-    want: 'Transient',
-  },
-  {
-    name: 'connection closed',
-    op: 'get',
-    error: new RpcError('ERR_RPC_CLOSED', 'DOMAIN_GET_STATE: connection closed'),
-    want: 'Transient',
-  },
-  {
-    name: 'keepalive lost',
-    op: 'list',
-    error: new RpcError('ERR_RPC_KEEPALIVE', 'no keepalive answer'),
-    want: 'Transient',
-  },
-  {
-    name: 'a call past its budget',
-    op: 'get',
-    error: new BudgetError('domainGetState', 30_000),
-    want: 'Transient',
-  },
-  {
-    name: 'image 404',
-    op: 'create',
-    error: new ImageError('status', 'GET answered 404', true),
-    want: 'Permanent',
-  },
-  {
-    name: 'image 503',
-    op: 'create',
-    error: new ImageError('status', 'GET answered 503', false),
-    want: 'Transient',
-  },
-  {
-    name: 'image SHA-256 mismatch',
-    op: 'create',
-    error: new ImageError('sha256', 'mismatch', true),
-    want: 'Permanent',
-  },
-  {
-    name: 'image body cut short',
-    op: 'create',
-    error: new ImageError('short', 'ended early', false),
-    want: 'Transient',
-  },
-  {
-    name: 'unreadable mark element',
-    op: 'get',
-    error: new MarkFormatError('not <instance>'),
-    want: 'Permanent',
-  },
-  {
-    name: 'the pool-space precheck',
-    op: 'create',
-    error: new QuotaExceededError({
-      provider: 'x',
-      op: 'create',
-      message: 'pool default has 0.01 GiB free',
-    }),
-    want: 'QuotaExceeded',
-  },
-];
+export { CLASSIFY_CASES } from './classify-cases.js';

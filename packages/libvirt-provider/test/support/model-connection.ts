@@ -22,62 +22,18 @@ import {
   type ModelVolume,
   rpcAborted,
 } from './model.js';
+import {
+  allocation,
+  metadataOf,
+  parseVolumeXml,
+  poolInfo,
+  probeFormats,
+  unescapeText,
+  uuidString,
+  volumeXmlDesc,
+} from './model-xml.js';
 
-const QCOW2_MAGIC = Buffer.from([0x51, 0x46, 0x49, 0xfb]);
-/** What a fresh qcow2 overlay takes on disk (its header and tables), as the real pool reports. */
-const QCOW2_ALLOCATION = 200_704;
-
-function uuidString(u: Uint8Array): string {
-  const h = Buffer.from(u).toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
-function unescapeText(s: string): string {
-  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_m, e: string) => {
-    const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-    if (e in named) return named[e] as string;
-    return String.fromCodePoint(
-      e.startsWith('#x') ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)),
-    );
-  });
-}
-
-/** Attribute values as libxml2 writes them back. */
-function reescape(s: string): string {
-  return s
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/\n/g, '&#10;')
-    .replace(/\r/g, '&#13;')
-    .replace(/\t/g, '&#9;');
-}
-
-/** The metadata elements of a domain XML, by namespace URI, without their prefix (as libvirt returns them). */
-export function metadataOf(xml: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const block = /<metadata>([\s\S]*?)<\/metadata>/.exec(xml)?.[1] ?? '';
-  for (const m of block.matchAll(
-    /<([\w.-]+):([\w.-]+)((?:\s+[\w.:-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*\/>/g,
-  )) {
-    const [, prefix, element, attrs] = m;
-    let uri: string | undefined;
-    const kept: string[] = [];
-    for (const a of (attrs ?? '').matchAll(/([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g)) {
-      const value = unescapeText(a[2] ?? a[3] ?? '');
-      if (a[1] === `xmlns:${prefix}`) uri = value;
-      else kept.push(` ${a[1]}="${reescape(value)}"`);
-    }
-    if (uri !== undefined) out.set(uri, `<${element}${kept.join('')}/>`);
-  }
-  return out;
-}
-
-function number(xml: string, re: RegExp): number | undefined {
-  const m = re.exec(xml);
-  return m === null ? undefined : Number(m[1]);
-}
+export { metadataOf } from './model-xml.js';
 
 /** A connection to one model host; the model counts and gates every call. */
 export class ModelConnection implements LibvirtSeam, LibvirtConnection {
@@ -200,10 +156,9 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     return undefined;
   }
 
+  /** What a volume takes in its pool, as the real pool reports it. */
   static allocation(v: ModelVolume): number {
-    return v.format === 'qcow2' && v.backingPath !== undefined
-      ? QCOW2_ALLOCATION
-      : Math.max(v.capacity, v.data.length);
+    return allocation(v);
   }
 
   connectGetLibVersion(_a: NoArgs, signal: AbortSignal): Promise<number> {
@@ -348,31 +303,13 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   }
 
   storagePoolGetInfo(a: { pool: StoragePool }, signal: AbortSignal): Promise<StoragePoolInfo> {
-    return this.#call('storagePoolGetInfo', a, signal, () => {
-      const p = this.#pool(a.pool);
-      const allocation = [...p.volumes.values()].reduce(
-        (n, v) => n + ModelConnection.allocation(v),
-        0,
-      );
-      return {
-        state: p.running ? 2 : 0,
-        capacity: p.capacity,
-        allocation,
-        available: Math.max(0, p.capacity - allocation),
-      };
-    });
+    return this.#call('storagePoolGetInfo', a, signal, () => poolInfo(this.#pool(a.pool)));
   }
 
   storagePoolRefresh(a: { pool: StoragePool }, signal: AbortSignal): Promise<void> {
-    return this.#call('storagePoolRefresh', a, signal, () => {
-      const p = this.#activePool(this.#pool(a.pool).name);
-      for (const v of p.volumes.values()) {
-        if (v.data.length >= 32 && v.data.subarray(0, 4).equals(QCOW2_MAGIC)) {
-          v.format = 'qcow2';
-          v.capacity = Number(v.data.readBigUInt64BE(24));
-        }
-      }
-    });
+    return this.#call('storagePoolRefresh', a, signal, () =>
+      probeFormats(this.#activePool(this.#pool(a.pool).name)),
+    );
   }
 
   storageVolLookupByName(
@@ -398,25 +335,10 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       const n = unescapeText(name);
       if (n.includes('/')) throw Err.volNameSlash(n);
       if (p.volumes.has(n)) throw Err.volExists(n);
-      const backing = /<backingStore>([\s\S]*?)<\/backingStore>/.exec(a.xml)?.[1];
-      const backingPath =
-        backing === undefined
-          ? undefined
-          : unescapeText(/<path>([^<]*)<\/path>/.exec(backing)?.[1] ?? '');
-      if (backingPath !== undefined && this.#findFile(backingPath) === undefined) {
-        throw Err.backingMissing(backingPath);
+      const v = parseVolumeXml(a.xml, n, p.dir);
+      if (v.backingPath !== undefined && this.#findFile(v.backingPath) === undefined) {
+        throw Err.backingMissing(v.backingPath);
       }
-      const target = /<target>([\s\S]*?)<\/target>/.exec(a.xml)?.[1] ?? '';
-      const v: ModelVolume = {
-        name: n,
-        path: `${p.dir}/${n}`,
-        format: /<format type="qcow2"\/>/.test(target) ? 'qcow2' : 'raw',
-        capacity: number(a.xml, /<capacity(?:\s+unit="bytes")?>(\d+)<\/capacity>/) ?? 0,
-        data: Buffer.alloc(0),
-        backingPath,
-        backingFormat:
-          backing === undefined ? undefined : /<format type="(\w+)"\/>/.exec(backing)?.[1],
-      };
       p.volumes.set(n, v);
       return this.#volHandle(p, v);
     });
@@ -436,24 +358,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   storageVolGetXmlDesc(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
     return this.#call('storageVolGetXmlDesc', a, signal, () => {
       const { vol } = this.#vol(a.vol);
-      const backing =
-        vol.backingPath === undefined
-          ? ''
-          : `  <backingStore>\n    <path>${vol.backingPath}</path>\n    <format type='${vol.backingFormat ?? 'raw'}'/>\n  </backingStore>\n`;
-      return [
-        "<volume type='file'>",
-        `  <name>${vol.name}</name>`,
-        `  <key>${vol.path}</key>`,
-        `  <capacity unit='bytes'>${vol.capacity}</capacity>`,
-        `  <allocation unit='bytes'>${ModelConnection.allocation(vol)}</allocation>`,
-        `  <physical unit='bytes'>${vol.data.length}</physical>`,
-        '  <target>',
-        `    <path>${vol.path}</path>`,
-        `    <format type='${vol.format}'/>`,
-        '  </target>',
-        `${backing}</volume>`,
-        '',
-      ].join('\n');
+      return volumeXmlDesc(vol, ModelConnection.allocation(vol));
     });
   }
 
