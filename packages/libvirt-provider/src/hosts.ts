@@ -160,7 +160,8 @@ export class HostTable {
           logger: o.logger,
           tracer: o.tracer,
           callMs: o.budgets.call,
-          uploadMs: o.budgets.image,
+          // Only an image upload's connection streams for long; a seed upload is one call.
+          uploadMs: purpose === 'upload' ? o.budgets.image : o.budgets.call,
         });
       } catch (err) {
         const e = this.#dialError(host, err, timeout.aborted && !signal.aborted);
