@@ -332,6 +332,11 @@ export class LibvirtClient {
     return this.rpc.call(P.storageVolGetInfo, { vol }, opts);
   }
 
+  /** `STORAGE_VOL_GET_XML_DESC`: the volume's XML (target path, format, backing store). */
+  async storageVolGetXmlDesc(vol: StorageVol, flags = 0, opts?: CallOptions): Promise<string> {
+    return (await this.rpc.call(P.storageVolGetXmlDesc, { vol, flags }, opts)).xml;
+  }
+
   /** `STORAGE_VOL_DELETE`. */
   storageVolDelete(vol: StorageVol, flags = 0, opts?: CallOptions): Promise<void> {
     return this.rpc.call(P.storageVolDelete, { vol, flags }, opts);

@@ -237,6 +237,7 @@ export const Proc = {
   STORAGE_VOL_DELETE: 94,
   STORAGE_VOL_LOOKUP_BY_NAME: 95,
   STORAGE_VOL_GET_INFO: 98,
+  STORAGE_VOL_GET_XML_DESC: 99,
   STORAGE_VOL_GET_PATH: 100,
   CONNECT_GET_LIB_VERSION: 157,
   STORAGE_VOL_UPLOAD: 208,
@@ -514,6 +515,14 @@ export const procedures = {
       capacity: uhyperNumber,
       allocation: uhyperNumber,
     }),
+  ),
+  storageVolGetXmlDesc: proc(
+    'STORAGE_VOL_GET_XML_DESC',
+    fields<{ vol: StorageVol; flags: number }>('remote_storage_vol_get_xml_desc_args', {
+      vol,
+      flags,
+    }),
+    fields<{ xml: string }>('remote_storage_vol_get_xml_desc_ret', { xml: nonnullString }),
   ),
   storageVolDelete: proc(
     'STORAGE_VOL_DELETE',
