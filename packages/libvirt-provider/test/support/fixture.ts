@@ -276,6 +276,9 @@ export async function createModelFixture(
     plantMarked: async (name, mark) => plantRunning(name, plantedElement(mark)),
     blockCalls: (skip) => model.blockCalls(skip),
     injectMalformed: () => model.malformNext(),
+    failNextCreateLater: () => {
+      model.crashNextStart = true;
+    },
     exhaustCapacity: () => {
       for (const h of model.hosts.values()) {
         for (const p of h.pools.values()) {

@@ -225,6 +225,14 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       }
       d.state = DomainState.RUNNING;
       d.reason = 1;
+      if (this.model.crashNextStart) {
+        this.model.crashNextStart = false;
+        // VIR_DOMAIN_SHUTOFF_CRASHED: accepted, then gone as the guest booted.
+        setImmediate(() => {
+          d.state = DomainState.SHUTOFF;
+          d.reason = 3;
+        });
+      }
     });
   }
 

@@ -208,6 +208,12 @@ export class LibvirtModel {
     return gate;
   }
 
+  /**
+   * The next domain started crashes right after its start was accepted
+   * (QEMU dies as the guest boots): shut off, reason crashed.
+   */
+  crashNextStart = false;
+
   /** The next libvirt call (not a dial) answers with something unreadable. */
   malformNext(): void {
     this.#malformed++;
