@@ -128,7 +128,7 @@ describe('packed into a project outside the repo', () => {
         }),
       },
     });
-  }, 300_000);
+  }, 900_000); // a dozen tarballs and their registry dependencies: minutes on a loaded machine
 
   afterAll(async () => {
     await project?.dispose();
