@@ -98,6 +98,7 @@ describe('packed into a project outside the repo', () => {
 
   beforeAll(async () => {
     project = await packIntoProject({
+      timeoutMs: 840_000,
       packageDirs: published.map((p) => join(root, 'packages', p.dir)),
       dependencies: {
         '@opentelemetry/api': '1.10.0',
