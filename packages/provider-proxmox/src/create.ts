@@ -224,12 +224,14 @@ async function ownership(
       return { kind: 'foreign' };
     }
     // The lock is the config's own; the name is pvestatd's last report: none
-    // for a VM it has not seen, `VM <vmid>` for one without a name, such as a
-    // clone still copying its disks. A clone in progress is waited for,
-    // whatever it is listed as; another VM's task lock is not (P2).
+    // for a VM it has not seen, `VM <vmid>` for one without a name (a clone
+    // copying its disks, and for up to a round after). A clone in progress is
+    // waited for, whatever it is listed as; another VM's task lock is not
+    // (P2); a name not known from the listing is read from the config.
+    const listed = entry.name === `VM ${vmid}` ? undefined : entry.name;
     let waitFor: string | undefined;
     if (entry.lock === 'clone') waitFor = 'clone';
-    else if (entry.name !== undefined && entry.name !== r.name) return { kind: 'foreign' };
+    else if (listed !== undefined && listed !== r.name) return { kind: 'foreign' };
     else if (isTaskLock(entry.lock)) waitFor = entry.lock;
     if (waitFor === undefined) {
       let config: VmConfig;

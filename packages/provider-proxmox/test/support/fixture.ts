@@ -110,7 +110,7 @@ function markText(mark: PlantedMark): string {
 
 /** The conformance suite's fixture: short tasks and a short per-call budget. */
 export function createConformanceFixture(
-  deps: ConformanceDeps,
+  deps: Partial<ConformanceDeps>,
   peer: 'https' | 'seam',
 ): Promise<ProxmoxFixture> {
   return createProxmoxFixture(deps, {
@@ -121,7 +121,7 @@ export function createConformanceFixture(
 }
 
 export async function createProxmoxFixture(
-  deps: ConformanceDeps,
+  deps: Partial<ConformanceDeps>,
   opts: FixtureOptions = {},
 ): Promise<ProxmoxFixture> {
   const nodes = opts.nodes ?? NODES;

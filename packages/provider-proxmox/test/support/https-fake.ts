@@ -289,6 +289,8 @@ export async function startHttpsFake(
       res.setHeader('Content-Encoding', 'gzip');
     }
     if (out.length > 0) res.setHeader('Content-Length', String(out.length));
+    // No body: no length either, the connection's end closes it (pveproxy's way).
+    else res.useChunkedEncodingByDefault = false;
     res.shouldKeepAlive = keepAlive;
     res.end(out);
   };
@@ -399,8 +401,8 @@ export async function startHttpsFake(
     let size = 0;
     for await (const c of req) {
       size += (c as Buffer).length;
-      if (!isUpload && size > MAX_POST) break;
-      chunks.push(c as Buffer);
+      // Past the limit the rest is read and dropped.
+      if (isUpload || size <= MAX_POST) chunks.push(c as Buffer);
     }
     if (!isUpload && len > MAX_POST)
       throw new Refusal(501, 'for data too large', 'for data too large');
@@ -464,6 +466,8 @@ export async function startHttpsFake(
       body = await readBody(req, url, relPath, token);
     } catch (err) {
       if (err instanceof Refusal) {
+        // What is left of the body is read and dropped, so the client can finish sending it.
+        req.resume();
         if (err.status === undefined) setTimeout(() => req.socket.destroy(), 100);
         else respond(req, res, err.status, err.message, err.text ?? '', undefined);
         return;
@@ -529,8 +533,13 @@ export async function startHttpsFake(
   server.on('secureConnection', () => {
     connections++;
   });
+  // A request pveproxy cannot read: 400, and the connection closed.
   server.on('clientError', (_err, socket) => {
-    socket.destroy();
+    if (socket.writable) {
+      socket.end(
+        'HTTP/1.1 400 bad request\r\nServer: pve-api-daemon/3.0\r\nConnection: close\r\nContent-Length: 11\r\n\r\nbad request',
+      );
+    } else socket.destroy();
   });
   server.keepAliveTimeout = opts.idleTimeoutMs ?? 5_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

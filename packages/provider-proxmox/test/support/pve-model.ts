@@ -373,10 +373,11 @@ export class PveModel {
   /** Next exit status per task type, e.g. `qmstart` -> `WARNINGS: 1`. */
   readonly nextExit = new Map<string, string>();
   #gates: { after: number; g: HarnessGate }[] = [];
+  #callGates: { call: string; g: HarnessGate }[] = [];
   #malformed = 0;
   #pendingMalformed = false;
-  #pendingHostile: HostileKind | undefined;
-  #statsAt = Number.NEGATIVE_INFINITY;
+  #pendingHostile: { kind: HostileKind; call: string | undefined } | undefined;
+  #statsAt = Date.now();
   #taskHolds: { match: (t: ModelTask) => boolean; g: HarnessGate }[] = [];
 
   constructor(opts: {
@@ -421,14 +422,24 @@ export class PveModel {
     return g;
   }
 
+  /** Holds the next call of `call` (a seam method's name) once it has reached the server, until released. */
+  blockNext(call: string): Gate {
+    const g = createGate();
+    this.#callGates.push({ call, g });
+    return g;
+  }
+
   /** Makes the next call's answer unreadable, a different way each time (see {@link MalformedKind}). */
   malformNext(): void {
     this.#pendingMalformed = true;
   }
 
-  /** Makes the next call's answer hostile (the HTTPS fake; the request is carried out). */
-  hostileNext(kind: HostileKind): void {
-    this.#pendingHostile = kind;
+  /**
+   * Makes the next call's answer (of `call`, when given) hostile: the HTTPS
+   * fake sends it instead of the real one, the request carried out.
+   */
+  hostileNext(kind: HostileKind, call?: string): void {
+    this.#pendingHostile = { kind, call };
   }
 
   /**
@@ -445,13 +456,23 @@ export class PveModel {
       this.#pendingMalformed = false;
       malformed = MALFORMED_KINDS[this.#malformed++ % MALFORMED_KINDS.length];
     }
-    const hostile = this.#pendingHostile;
-    this.#pendingHostile = undefined;
+    let hostile: HostileKind | undefined;
+    const h = this.#pendingHostile;
+    if (h !== undefined && (h.call === undefined || h.call === call)) {
+      hostile = h.kind;
+      this.#pendingHostile = undefined;
+    }
     for (const { after, g } of this.#gates) {
       if (index >= after) {
         g.reach();
         await g.released;
       }
+    }
+    const held = this.#callGates.find((h) => h.call === call);
+    if (held !== undefined) {
+      this.#callGates.splice(this.#callGates.indexOf(held), 1);
+      held.g.reach();
+      await held.g.released;
     }
     if (this.timing.requestMs > 0) await delay(this.timing.requestMs);
     return { malformed, hostile };
