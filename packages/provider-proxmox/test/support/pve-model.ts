@@ -610,6 +610,42 @@ export class PveModel {
     return this.vms.get(vmid);
   }
 
+  /**
+   * Copies this cluster (VMs, disks, ISOs, storages, backup jobs; not tasks,
+   * controls or calls) into `target`, replacing what it had: a state several
+   * tests start from.
+   */
+  copyInto(target: PveModel): void {
+    this.tick();
+    target.vms.clear();
+    for (const vm of this.vms.values()) {
+      const c = new ModelVm({
+        vmid: vm.vmid,
+        node: vm.node,
+        type: vm.type,
+        config: { ...vm.config },
+      });
+      c.pending = { ...vm.pending };
+      c.status = vm.status;
+      c.qmpstatus = vm.qmpstatus;
+      c.startedAt = vm.startedAt;
+      c.agentChannel = vm.agentChannel;
+      c.guestAgent = vm.guestAgent;
+      c.guestNet = vm.guestNet;
+      c.ip = vm.ip;
+      c.stats = vm.stats === undefined ? undefined : { ...vm.stats };
+      target.vms.set(c.vmid, c);
+    }
+    target.volumes.clear();
+    for (const [k, v] of this.volumes) target.volumes.set(k, { ...v });
+    target.isos.clear();
+    for (const [k, v] of this.isos) target.isos.set(k, v.slice());
+    target.storages.clear();
+    for (const [k, v] of this.storages) target.storages.set(k, { ...v });
+    target.backupJobs.clear();
+    for (const [k, v] of this.backupJobs) target.backupJobs.set(k, new Set(v));
+  }
+
   /** Lets pvestatd report every VM now. */
   refreshStats(): void {
     for (const vm of this.vms.values()) vm.stats = this.#statsOf(vm);
