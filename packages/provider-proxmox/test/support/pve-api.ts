@@ -220,6 +220,33 @@ const routes: readonly Endpoint[] = [
   },
   {
     method: 'GET',
+    path: '/nodes/{node}/storage',
+    call: 'storageList',
+    params: {
+      node,
+      content: optStr,
+      enabled: optBool,
+      format: optBool,
+      storage: { ...storage, optional: true },
+      target: { ...node, optional: true },
+    },
+    run: (m, c) => m.storageList(c.params.node as string, c.params.content),
+  },
+  {
+    method: 'GET',
+    path: '/nodes/{node}/storage/{storage}/content',
+    call: 'storageContent',
+    params: { node, storage, content: optStr, vmid: { ...vmid, optional: true } },
+    run: (m, c) =>
+      m.storageContent(
+        c.params.node as string,
+        c.params.storage as string,
+        c.params.content,
+        c.params.vmid === undefined ? undefined : Number(c.params.vmid),
+      ),
+  },
+  {
+    method: 'GET',
     path: '/cluster/resources',
     call: 'clusterResources',
     params: { type: { type: 'string', optional: true, enum: ['vm', 'storage', 'node', 'sdn'] } },

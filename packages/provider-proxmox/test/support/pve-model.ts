@@ -909,6 +909,63 @@ export class PveModel {
     };
   }
 
+  /** `GET /nodes/{node}/storage`: the node's storages, those with `content` when given. */
+  storageList(node: string, content: string | undefined): Record<string, unknown>[] {
+    this.check('storageList', node);
+    const out: Record<string, unknown>[] = [];
+    for (const [key, st] of this.storages) {
+      const [n, storage] = key.split('/') as [string, string];
+      if (n !== node) continue;
+      if (content !== undefined && !st.content.split(',').includes(content)) continue;
+      out.push({
+        storage,
+        type: st.type,
+        content: st.content,
+        active: st.active,
+        enabled: 1,
+        shared: st.shared,
+        avail: st.avail,
+        total: st.total,
+        used: st.total - st.avail,
+      });
+    }
+    return out;
+  }
+
+  /** `GET /nodes/{node}/storage/{storage}/content`: its ISOs and disks, of `vmid` when given. */
+  storageContent(
+    node: string,
+    storage: string,
+    content: string | undefined,
+    vmid: number | undefined,
+  ): Record<string, unknown>[] {
+    this.check('storageContent', node);
+    if (!this.storages.has(`${node}/${storage}`)) {
+      throw answerError('error-400-no-such-storage', { node, storage });
+    }
+    const out: Record<string, unknown>[] = [];
+    if ((content === undefined || content === 'iso') && vmid === undefined) {
+      for (const [key, data] of this.isos) {
+        const [n, s, file] = key.split('/') as [string, string, string];
+        if (n === node && s === storage) {
+          out.push({
+            volid: `${storage}:iso/${file}`,
+            content: 'iso',
+            format: 'iso',
+            size: data.byteLength,
+          });
+        }
+      }
+    }
+    if (content === undefined || content === 'images') {
+      for (const [volid, v] of this.volumes) {
+        if (volid.split(':')[0] !== storage || (vmid !== undefined && v.owner !== vmid)) continue;
+        out.push({ volid, content: 'images', format: 'raw', size: v.size, vmid: v.owner });
+      }
+    }
+    return out.sort((a, b) => String(a.volid).localeCompare(String(b.volid)));
+  }
+
   /**
    * `GET /cluster/resources`: every guest the cluster knows, with name,
    * status and template from pvestatd's last round (a VM it has not seen
