@@ -451,6 +451,31 @@ describe('the provider over HTTPS', () => {
     expect(Buffer.from(iso).includes(Buffer.from(req.cloudInit))).toBe(true);
   });
 
+  it('Create makes a full clone: the VM keeps nothing linked to its template', async () => {
+    const { p, m } = await setup();
+    const id = await p.create(request());
+    const vmid = Number(id.split('/')[1]);
+    expect(m.vm(vmid)?.config.scsi0).toBe(`local-lvm:vm-${vmid}-disk-0,size=3G`);
+    expect([...m.volumes.keys()].sort()).toEqual([
+      'local-lvm:base-9001-disk-0',
+      `local-lvm:vm-${vmid}-disk-0`,
+    ]);
+  });
+
+  it('Delete leaves nothing of the VMID: disks its config does not name, its place in backup jobs', async () => {
+    const { p, m } = await setup();
+    const id = await p.create(request());
+    const vmid = Number(id.split('/')[1]);
+    // A disk of the VMID the config does not name (an interrupted disk move),
+    // and the VMID in a backup job an admin made.
+    const orphan = m.addOrphanDisk(vmid);
+    m.backupJobs.set('nightly', new Set([vmid, 9001]));
+    await p.delete(id);
+    expect(m.volumes.has(orphan)).toBe(false);
+    expect([...(m.backupJobs.get('nightly') ?? [])]).toEqual([9001]);
+    expect(m.secondaryCount()).toBe(0);
+  });
+
   it('API calls per operation over the wire: every request line, query strings included', async () => {
     const { p, fake, m } = await setup();
     const lines = async (fn: () => Promise<unknown>) => {
