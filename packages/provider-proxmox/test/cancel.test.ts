@@ -26,6 +26,16 @@ async function setup(onTestFinished: TestContext['onTestFinished'], timing: Part
   return { ...fx, p: fx.provider, m: fx.model };
 }
 
+const RANGE = { min: 100_000, max: 199_999 };
+
+async function waitFor(check: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 let n = 0;
 function request() {
   n++;
@@ -69,11 +79,21 @@ describe.concurrent('a cancelled call the server carries out', () => {
     const fx = await setup(onTestFinished);
     const { p, m } = fx;
     const req = request();
+    const vmid = vmidFor(req.uid, 0, RANGE);
+    // The clone task runs until released, however slow the machine is.
+    const clone = m.holdNextTask('qmclone');
     await cancelAt(expect, fx, 'clone', (signal) => p.create(req, { signal }));
-    const t0 = Date.now();
-    const id = await p.create(req);
-    // The retry waited out the clone the first attempt started.
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_000);
+    await clone.reached;
+    const start = m.calls.length;
+    const retry = p.create(req);
+    // The retry waits: it lists the cluster again and again while the clone holds the VMID.
+    await waitFor(() => m.calls.slice(start).filter((c) => c === 'clusterResources').length >= 3);
+    expect(m.vm(vmid)?.lock).toBe('clone');
+    expect(m.vm(vmid)?.name).toBeUndefined();
+    expect(m.calls.slice(start)).not.toContain('clone');
+    clone.release();
+    const id = await retry;
+    expect(id).toBe(`vms/${vmid}/${req.name}`);
     expect(m.calls.filter((c) => c === 'clone')).toHaveLength(1);
     expect(m.guests().filter((v) => v.name === req.name)).toHaveLength(1);
     expect(vmOf(m, id).status).toBe('running');
@@ -82,20 +102,24 @@ describe.concurrent('a cancelled call the server carries out', () => {
     expect(m.secondaryCount()).toBe(0);
   });
 
-  it("a clone longer than pvestatd's round, listed as VM <vmid> meanwhile: still waited for, and adopted", async ({
+  it("a clone that pvestatd saw mid-way, listed as VM <vmid> for a round after it ends: adopted, not taken for another VM's", async ({
     expect,
     onTestFinished,
   }) => {
-    const fx = await setup(onTestFinished, { statsIntervalMs: 300 });
+    const fx = await setup(onTestFinished);
     const { p, m } = fx;
     const req = request();
-    const vmid = vmidFor(req.uid, 0, { min: 100_000, max: 199_999 });
+    const vmid = vmidFor(req.uid, 0, RANGE);
+    const clone = m.holdNextTask('qmclone');
     await cancelAt(expect, fx, 'clone', (signal) => p.create(req, { signal }));
-    // pvestatd's round during the clone reports the VM by its placeholder name.
-    await new Promise((r) => setTimeout(r, 400));
-    m.refreshStats();
-    expect(m.vm(vmid)?.stats?.name).toBe(`VM ${vmid}`);
-    expect(m.vm(vmid)?.lock).toBe('clone');
+    await clone.reached;
+    m.refreshStats(); // pvestatd's round while the clone copies the disks
+    clone.release();
+    await m.settle();
+    // The clone has ended; until pvestatd's next round the listing keeps the placeholder.
+    const entry = m.clusterResources('vm').find((e) => e.vmid === vmid);
+    expect(entry).toMatchObject({ name: `VM ${vmid}`, status: 'stopped' });
+    expect(entry?.lock).toBeUndefined();
     const id = await p.create(req);
     expect(id).toBe(`vms/${vmid}/${req.name}`);
     expect(m.calls.filter((c) => c === 'clone')).toHaveLength(1);
@@ -126,11 +150,16 @@ describe.concurrent('a cancelled call the server carries out', () => {
     const fx = await setup(onTestFinished);
     const { p, m } = fx;
     const id = await p.create(request());
+    // The first destroy's task runs until released, however slow the machine is.
+    const first = m.holdNextTask('qmdestroy');
     await cancelAt(expect, fx, 'destroy', (signal) => p.delete(id, { signal }));
-    // The first destroy runs; the VM is listed with its config until it ends.
+    await first.reached;
+    // The VM is listed with its config until the destroy ends.
     expect(m.guests()).toHaveLength(1);
-    await p.delete(id);
-    expect(m.calls.filter((c) => c === 'destroy')).toHaveLength(2);
+    const retry = p.delete(id);
+    await waitFor(() => m.calls.filter((c) => c === 'destroy').length === 2);
+    first.release();
+    await retry;
     const tasks = [...m.tasks.values()].filter((t) => t.type === 'qmdestroy');
     expect(tasks.map((t) => t.exitstatus)).toEqual([
       'OK',
