@@ -60,6 +60,19 @@ export function isDoesNotExist(err: unknown): boolean {
   return err instanceof ApiError && err.status === 500 && DOES_NOT_EXIST_RE.test(err.apiMessage);
 }
 
+/** True for a text (a task's exit status) that says a VM's config file does not exist. */
+export function isDoesNotExistText(text: string): boolean {
+  return DOES_NOT_EXIST_RE.test(text);
+}
+
+/** The destroy's refusal of a VM that runs. */
+export const DESTROY_RUNNING_RE = /^VM \d+ is running - destroy failed$/;
+
+/** True for the 500 that refuses to destroy a VM that runs. */
+export function isDestroyRunning(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 500 && DESTROY_RUNNING_RE.test(err.apiMessage);
+}
+
 /** True for the clone's "config file already exists" answer. */
 export function isConfigExists(err: unknown): boolean {
   return err instanceof ApiError && err.status === 500 && CONFIG_EXISTS_RE.test(err.apiMessage);
