@@ -160,11 +160,16 @@ describe.concurrent('a cancelled call the server carries out', () => {
     await waitFor(() => m.calls.filter((c) => c === 'destroy').length === 2);
     first.release();
     await retry;
+    // The second destroy finds the VM gone: in its task, when it ran while the first still
+    // held the VM, or at once (no task), when the first had ended by the time it was handled.
+    // Which of the two depends on scheduling; both must count as done.
     const tasks = [...m.tasks.values()].filter((t) => t.type === 'qmdestroy');
-    expect(tasks.map((t) => t.exitstatus)).toEqual([
-      'OK',
-      `Configuration file 'nodes/pv1-1/qemu-server/${id.split('/')[1]}.conf' does not exist`,
-    ]);
+    expect(tasks[0]?.exitstatus).toBe('OK');
+    expect(tasks.slice(1).map((t) => t.exitstatus)).toEqual(
+      tasks.length > 1
+        ? [`Configuration file 'nodes/pv1-1/qemu-server/${id.split('/')[1]}.conf' does not exist`]
+        : [],
+    );
     expect(m.guests()).toHaveLength(0);
     expect(m.secondaryCount()).toBe(0);
     await p.delete(id);
