@@ -76,8 +76,14 @@ export function parseVolumeXml(xml: string, name: string, dir: string): ModelVol
   };
 }
 
+/** A time as libvirt writes it in `<timestamps>`: seconds and nanoseconds. */
+function stamp(ms: number): string {
+  return `${Math.floor(ms / 1000)}.${String((ms % 1000) * 1_000_000).padStart(9, '0')}`;
+}
+
 /** A volume's XML as `storageVolGetXmlDesc` gives it (the fields the engine reads, in libvirt's layout). */
-export function volumeXmlDesc(vol: ModelVolume, allocation: number): string {
+export function volumeXmlDesc(vol: ModelVolume, allocation: number, now: number): string {
+  const t = stamp(vol.changedMs ?? now);
   const backing =
     vol.backingPath === undefined
       ? ''
@@ -92,6 +98,17 @@ export function volumeXmlDesc(vol: ModelVolume, allocation: number): string {
     '  <target>',
     `    <path>${vol.path}</path>`,
     `    <format type='${vol.format}'/>`,
+    '    <permissions>',
+    '      <mode>0600</mode>',
+    '      <owner>0</owner>',
+    '      <group>0</group>',
+    '    </permissions>',
+    '    <timestamps>',
+    `      <atime>${t}</atime>`,
+    `      <mtime>${t}</mtime>`,
+    `      <ctime>${t}</ctime>`,
+    '      <btime>0</btime>',
+    '    </timestamps>',
     '  </target>',
     `${backing}</volume>`,
     '',
