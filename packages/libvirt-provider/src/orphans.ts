@@ -14,7 +14,14 @@ import { SEED_LABEL } from '@proxy-op/nocloud';
 import { hasCode } from './classify.js';
 import type { HostConfig } from './config.js';
 import { DOMAIN_NAME_RE } from './id.js';
-import { checkVol, IMAGE_PREFIX, overlayName, type Runtime, seedName } from './runtime.js';
+import {
+  checkPool,
+  checkVol,
+  IMAGE_PREFIX,
+  overlayName,
+  type Runtime,
+  seedName,
+} from './runtime.js';
 import type { LibvirtSeam, StoragePool, StorageVol } from './seam.js';
 import { readVolumeTarget, readVolumeXml } from './xml.js';
 
@@ -64,7 +71,7 @@ export async function findOrphans(
   let pool: StoragePool;
   let vols: StorageVol[];
   try {
-    pool = await seam.storagePoolLookupByName({ name: host.pool }, signal);
+    pool = checkPool(await seam.storagePoolLookupByName({ name: host.pool }, signal));
     vols = await seam.storagePoolListAllVolumes({ pool }, signal);
   } catch (err) {
     if (!hasCode(err, ErrorCode.ERR_NO_STORAGE_POOL, ErrorCode.ERR_OPERATION_INVALID)) throw err;
