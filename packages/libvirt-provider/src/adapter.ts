@@ -31,12 +31,23 @@ export function clientSeam(c: LibvirtClient): LibvirtSeam {
     storagePoolLookupByName: (a, signal) => c.storagePoolLookupByName(a.name, { signal }),
     storagePoolGetInfo: (a, signal) => c.storagePoolGetInfo(a.pool, { signal }),
     storagePoolRefresh: (a, signal) => c.storagePoolRefresh(a.pool, 0, { signal }),
+    storagePoolListAllVolumes: (a, signal) => c.storagePoolListAllVolumes(a.pool, 0, { signal }),
     storageVolLookupByName: (a, signal) => c.storageVolLookupByName(a.pool, a.name, { signal }),
     storageVolCreateXml: (a, signal) => c.storageVolCreateXml(a.pool, a.xml, 0, { signal }),
     storageVolGetPath: (a, signal) => c.storageVolGetPath(a.vol, { signal }),
     storageVolGetInfo: (a, signal) => c.storageVolGetInfo(a.vol, { signal }),
     storageVolGetXmlDesc: (a, signal) => c.storageVolGetXmlDesc(a.vol, 0, { signal }),
     storageVolDelete: (a, signal) => c.storageVolDelete(a.vol, 0, { signal }),
+    storageVolDownload: async (a, signal) => {
+      const body = await c.storageVolDownload(a.vol, {
+        offset: a.offset,
+        length: a.length,
+        signal,
+      });
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    },
     storageVolUpload: (a, signal) =>
       c.storageVolUpload(a.vol, a.source, { length: a.length, signal }),
   };

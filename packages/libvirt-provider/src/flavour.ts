@@ -59,6 +59,15 @@ export interface LibvirtFlavour {
   readonly addressSources: readonly AddressSource[];
   /** The config-block compatibility layer (identity when omitted). */
   readonly compat?: ConfigCompat | undefined;
+  /**
+   * Whether ListByTag also reports orphaned volumes: an overlay or seed
+   * whose domain is gone, proven the engine's by its backing image or its
+   * NoCloud label, as an instance with an empty UID (so garbage collection
+   * removes it once it is older than its minimum age) dated by the
+   * volumes' newest change. Volumes carry no mark, so every flavour and
+   * installation listing the pool sees them. Off when omitted.
+   */
+  readonly listOrphanVolumes?: boolean | undefined;
 }
 
 /** A metadata element the namespace cannot read: Permanent where it matters. */

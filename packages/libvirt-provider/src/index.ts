@@ -27,10 +27,12 @@ export {
 export {
   type AddressSource,
   type ConfigCompat,
+  escapeXml,
   type LibvirtFlavour,
   MarkFormatError,
   type MetadataNamespace,
   markElement,
+  unescapeXml,
 } from './flavour.js';
 export { type DomainId, domainIds, formatId } from './id.js';
 export type { LibvirtDeps } from './implementation.js';

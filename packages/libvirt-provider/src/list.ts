@@ -2,7 +2,9 @@
  * ListByTag: every host in config order, one listing each, then the mark
  * of each domain; no state or address calls. A domain whose mark cannot
  * be read is skipped; a host that cannot be reached fails the whole call
- * (profile `fail-whole`) or is left out (`omit-unreachable`).
+ * (profile `fail-whole`) or is left out (`omit-unreachable`). With the
+ * flavour's `listOrphanVolumes`, each host's orphaned volumes follow its
+ * domains, as instances with an empty UID.
  *
  * @module
  */
@@ -16,6 +18,7 @@ import { classify } from './classify.js';
 import type { HostConfig } from './config.js';
 import { readMark } from './domain.js';
 import { DOMAIN_NAME_RE, formatId } from './id.js';
+import { findOrphans, type Orphan } from './orphans.js';
 import { errorFields, isMalformed, type Runtime, signalOf } from './runtime.js';
 
 /** Every domain of `installation` on every host, with ID, UID and creation time. */
@@ -25,12 +28,21 @@ export async function list(
   ctx: OperationContext,
 ): Promise<Instance[]> {
   const entries: { id: string; mark: Mark | undefined }[] = [];
+  const orphans: Instance[] = [];
   let skipped = 0;
   let unreachable = 0;
   for (const host of rt.config.hosts) {
     try {
       const found = await listHost(rt, ctx, host);
       entries.push(...found.entries);
+      for (const o of found.orphans) {
+        orphans.push({
+          id: formatId({ host: host.name, name: o.name }),
+          uid: '',
+          createdAt: o.changedAt,
+          installation,
+        });
+      }
       skipped += found.skipped;
     } catch (err) {
       // Only a host that cannot be reached is left out; one that refuses the key or
@@ -50,9 +62,9 @@ export async function list(
       );
     }
   }
-  const out = markedInstances(installation, entries);
+  const out = [...markedInstances(installation, entries), ...orphans];
   rt.log.debug(
-    { domains: entries.length, listed: out.length, skipped, unreachable },
+    { domains: entries.length, listed: out.length, orphans: orphans.length, skipped, unreachable },
     `${rt.flavour.prefix} domains listed`,
   );
   return out;
@@ -62,7 +74,11 @@ async function listHost(
   rt: Runtime,
   ctx: OperationContext,
   host: HostConfig,
-): Promise<{ entries: { id: string; mark: Mark | undefined }[]; skipped: number }> {
+): Promise<{
+  entries: { id: string; mark: Mark | undefined }[];
+  orphans: Orphan[];
+  skipped: number;
+}> {
   const signal = signalOf(ctx);
   const seam = await rt.hosts.pooled(host, ctx.signal);
   const domains = await seam.connectListAllDomains({ flags: 0 }, signal);
@@ -96,5 +112,8 @@ async function listHost(
     }
     entries.push({ id: formatId({ host: host.name, name: dom.name }), mark });
   }
-  return { entries, skipped };
+  const orphans = rt.flavour.listOrphanVolumes
+    ? await findOrphans(rt, seam, host, new Set(domains.map((d) => d.name)), signal)
+    : [];
+  return { entries, orphans, skipped };
 }

@@ -59,6 +59,11 @@ export interface LibvirtSeam {
   storagePoolLookupByName(args: { name: string }, signal: AbortSignal): Promise<StoragePool>;
   storagePoolGetInfo(args: { pool: StoragePool }, signal: AbortSignal): Promise<StoragePoolInfo>;
   storagePoolRefresh(args: { pool: StoragePool }, signal: AbortSignal): Promise<void>;
+  /** Every volume of a running pool. */
+  storagePoolListAllVolumes(
+    args: { pool: StoragePool },
+    signal: AbortSignal,
+  ): Promise<StorageVol[]>;
   storageVolLookupByName(
     args: { pool: StoragePool; name: string },
     signal: AbortSignal,
@@ -71,6 +76,11 @@ export interface LibvirtSeam {
   storageVolGetInfo(args: { vol: StorageVol }, signal: AbortSignal): Promise<StorageVolInfo>;
   storageVolGetXmlDesc(args: { vol: StorageVol }, signal: AbortSignal): Promise<string>;
   storageVolDelete(args: { vol: StorageVol }, signal: AbortSignal): Promise<void>;
+  /** `length` bytes of the volume from `offset` (a few KiB: held whole). */
+  storageVolDownload(
+    args: { vol: StorageVol; offset: number; length: number },
+    signal: AbortSignal,
+  ): Promise<Uint8Array>;
   /** Streams `source` (`length` bytes) into the volume from offset 0. */
   storageVolUpload(
     args: {
@@ -98,12 +108,14 @@ export const SEAM_METHODS = [
   'storagePoolLookupByName',
   'storagePoolGetInfo',
   'storagePoolRefresh',
+  'storagePoolListAllVolumes',
   'storageVolLookupByName',
   'storageVolCreateXml',
   'storageVolGetPath',
   'storageVolGetInfo',
   'storageVolGetXmlDesc',
   'storageVolDelete',
+  'storageVolDownload',
   'storageVolUpload',
 ] as const satisfies readonly (keyof LibvirtSeam)[];
 

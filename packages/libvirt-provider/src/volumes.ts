@@ -126,7 +126,12 @@ export async function volumePath(
   return path;
 }
 
-/** Deletes the domain's overlay and seed by name, each tolerant of "already gone"; a missing pool is nothing to do. */
+/**
+ * Deletes the domain's seed and then its overlay by name, each tolerant of
+ * "already gone"; a missing pool is nothing to do. The overlay goes last:
+ * a Delete cut off half-way leaves the volume whose backing image proves
+ * it the engine's, so the orphan listing can still find it.
+ */
 export async function removeVolumes(
   seam: LibvirtSeam,
   poolName: string,
@@ -141,7 +146,7 @@ export async function removeVolumes(
     throw err;
   }
   let removed = 0;
-  for (const volName of [overlayName(name), seedName(name)]) {
+  for (const volName of [seedName(name), overlayName(name)]) {
     const vol = await lookupVolume(seam, pool, volName, signal);
     if (vol === undefined) continue;
     await deleteVolume(seam, vol, signal);

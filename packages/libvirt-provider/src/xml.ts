@@ -97,3 +97,28 @@ export function readVolumeXml(xml: string): {
     backingPath: path === null ? undefined : unescapeXml(path[1] ?? ''),
   };
 }
+
+/**
+ * A volume's own path and the newest of its modification and change times
+ * (`<target>`'s `<timestamps>`, which file-backed pools report), from its
+ * XML; undefined where the XML has none.
+ */
+export function readVolumeTarget(xml: string): {
+  path: string | undefined;
+  changedAt: Date | undefined;
+} {
+  const target = /<target>([\s\S]*?)<\/target>/.exec(xml)?.[1] ?? '';
+  const path = /<path>([^<]*)<\/path>/.exec(target)?.[1];
+  const times = /<timestamps>([\s\S]*?)<\/timestamps>/.exec(target)?.[1] ?? '';
+  let newest: number | undefined;
+  for (const tag of ['mtime', 'ctime']) {
+    const m = new RegExp(`<${tag}>(\\d+)(?:\\.(\\d{1,9}))?</${tag}>`).exec(times);
+    if (m === null) continue;
+    const ms = Number(m[1]) * 1000 + Math.floor(Number((m[2] ?? '0').padEnd(9, '0')) / 1e6);
+    if (newest === undefined || ms > newest) newest = ms;
+  }
+  return {
+    path: path === undefined ? undefined : unescapeXml(path),
+    changedAt: newest === undefined || newest === 0 ? undefined : new Date(newest),
+  };
+}

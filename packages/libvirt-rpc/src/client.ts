@@ -303,6 +303,16 @@ export class LibvirtClient {
     return (await this.rpc.call(P.storagePoolGetXmlDesc, { pool, flags }, opts)).xml;
   }
 
+  /** `STORAGE_POOL_LIST_ALL_VOLUMES`: every volume of the pool (an inactive pool rejects with `ERR_OPERATION_INVALID`). */
+  async storagePoolListAllVolumes(
+    pool: StoragePool,
+    flags = 0,
+    opts?: CallOptions,
+  ): Promise<StorageVol[]> {
+    return (await this.rpc.call(P.storagePoolListAllVolumes, { pool, needResults: 1, flags }, opts))
+      .vols;
+  }
+
   /** `STORAGE_VOL_LOOKUP_BY_NAME`; a missing volume rejects with `ERR_NO_STORAGE_VOL`. */
   async storageVolLookupByName(
     pool: StoragePool,

@@ -248,6 +248,7 @@ export const Proc = {
   DOMAIN_SET_METADATA: 264,
   DOMAIN_GET_METADATA: 265,
   CONNECT_LIST_ALL_DOMAINS: 273,
+  STORAGE_POOL_LIST_ALL_VOLUMES: 282,
   DOMAIN_DEFINE_XML_FLAGS: 350,
   DOMAIN_INTERFACE_ADDRESSES: 353,
 } as const;
@@ -485,6 +486,17 @@ export const procedures = {
       flags,
     }),
     fields<{ xml: string }>('remote_storage_pool_get_xml_desc_ret', { xml: nonnullString }),
+  ),
+  storagePoolListAllVolumes: proc(
+    'STORAGE_POOL_LIST_ALL_VOLUMES',
+    fields<{ pool: StoragePool; needResults: number; flags: number }>(
+      'remote_storage_pool_list_all_volumes_args',
+      { pool, needResults: int, flags },
+    ),
+    fields<{ vols: StorageVol[]; ret: number }>('remote_storage_pool_list_all_volumes_ret', {
+      vols: array(vol, 16384),
+      ret: uint,
+    }),
   ),
   storageVolLookupByName: proc(
     'STORAGE_VOL_LOOKUP_BY_NAME',

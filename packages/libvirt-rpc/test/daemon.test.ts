@@ -243,6 +243,24 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
     ).rejects.toThrow();
   });
 
+  it('lists the volumes of a pool as virsh vol-list does', async () => {
+    const p = await qemu.storagePoolLookupByName(pool);
+    const made = await qemu.storageVolCreateXml(p, volXml('rpc-listed.img', 4096));
+    try {
+      const vols = await qemu.storagePoolListAllVolumes(p);
+      expect(vols).toContainEqual({ pool, name: 'rpc-listed.img', key: made.key });
+      // virsh vol-list: a header, a rule, then one "name  path" line per volume.
+      const oracle = [
+        ...(await daemon.virsh('qemu:///system', ['vol-list', pool])).matchAll(
+          /^\s*(\S+)\s+\/\S*$/gm,
+        ),
+      ].map((m) => m[1]);
+      expect(vols.map((v) => v.name).sort()).toEqual(oracle.sort());
+    } finally {
+      await qemu.storageVolDelete(made);
+    }
+  });
+
   it('reads a qcow2 overlay volume as virsh vol-dumpxml does, backing store included', async () => {
     const p = await qemu.storagePoolLookupByName(pool);
     const base = await qemu.storageVolCreateXml(

@@ -1,6 +1,7 @@
 // Test flavours of the engine: one with kvm2's choices, one with the other
 // branch of every axis the engine reads (submit, omit-unreachable, no quota,
-// ARP first), so both sides of each run under the conformance suite.
+// ARP first, orphaned volumes listed), so both sides of each run under the
+// conformance suite.
 import type { Profile } from '@proxy-op/contract';
 import { type LibvirtFlavour, markElement } from '../../src/flavour.js';
 
@@ -40,7 +41,7 @@ export const testFlavour: LibvirtFlavour = Object.freeze<LibvirtFlavour>({
   addressSources: ['agent', 'lease', 'arp'],
 });
 
-/** Submit Create, hosts left out of the listing when unreachable, no quota class, ARP first. */
+/** Submit Create, hosts left out of the listing when unreachable, no quota class, ARP first, orphaned volumes listed. */
 export const otherFlavour: LibvirtFlavour = Object.freeze<LibvirtFlavour>({
   type: 'othervirt',
   prefix: 'othervirt',
@@ -57,4 +58,5 @@ export const otherFlavour: LibvirtFlavour = Object.freeze<LibvirtFlavour>({
     quota: 'absent',
   }),
   addressSources: ['arp', 'agent'],
+  listOrphanVolumes: true,
 });

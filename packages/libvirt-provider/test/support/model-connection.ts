@@ -320,6 +320,13 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     );
   }
 
+  storagePoolListAllVolumes(a: { pool: StoragePool }, signal: AbortSignal): Promise<StorageVol[]> {
+    return this.#call('storagePoolListAllVolumes', a, signal, () => {
+      const p = this.#activePool(this.#pool(a.pool).name);
+      return [...p.volumes.values()].map((v) => this.#volHandle(p, v));
+    });
+  }
+
   storageVolLookupByName(
     a: { pool: StoragePool; name: string },
     signal: AbortSignal,
@@ -347,6 +354,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       if (v.backingPath !== undefined && this.#findFile(v.backingPath) === undefined) {
         throw Err.backingMissing(v.backingPath);
       }
+      v.changedMs = this.model.now();
       p.volumes.set(n, v);
       return this.#volHandle(p, v);
     });
@@ -366,7 +374,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   storageVolGetXmlDesc(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
     return this.#call('storageVolGetXmlDesc', a, signal, () => {
       const { vol } = this.#vol(a.vol);
-      return volumeXmlDesc(vol, ModelConnection.allocation(vol));
+      return volumeXmlDesc(vol, ModelConnection.allocation(vol), this.model.now());
     });
   }
 
@@ -374,6 +382,21 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     return this.#call('storageVolDelete', a, signal, () => {
       const { pool, vol } = this.#vol(a.vol);
       pool.volumes.delete(vol.name);
+    });
+  }
+
+  storageVolDownload(
+    a: { vol: StorageVol; offset: number; length: number },
+    signal: AbortSignal,
+  ): Promise<Uint8Array> {
+    return this.#call('storageVolDownload', a, signal, () => {
+      const { vol } = this.#vol(a.vol);
+      // The file is as long as the volume; what was never written reads as zeros.
+      const size = Math.max(vol.capacity, vol.data.length);
+      const end = a.length === 0 ? size : Math.min(size, a.offset + a.length);
+      const out = Buffer.alloc(Math.max(0, end - a.offset));
+      vol.data.copy(out, 0, Math.min(a.offset, vol.data.length), Math.min(end, vol.data.length));
+      return out;
     });
   }
 
@@ -398,6 +421,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
         }
       } finally {
         vol.data = Buffer.concat(chunks);
+        vol.changedMs = this.model.now();
       }
     });
   }

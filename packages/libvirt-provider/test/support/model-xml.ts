@@ -33,22 +33,62 @@ export function reescape(s: string): string {
     .replace(/\t/g, '&#9;');
 }
 
-/** The metadata elements of a domain XML, by namespace URI, without their prefix (as libvirt returns them). */
+/** Text as libxml2 writes it back. */
+function retext(s: string): string {
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/\r/g, '&#13;');
+}
+
+/** The attributes of an element, without the namespace declaration of `prefix`, and that namespace. */
+function splitAttrs(attrs: string, prefix: string): { uri: string | undefined; kept: string } {
+  let uri: string | undefined;
+  const kept: string[] = [];
+  for (const a of attrs.matchAll(/([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g)) {
+    const value = unescapeText(a[2] ?? a[3] ?? '');
+    if (a[1] === `xmlns:${prefix}`) uri = value;
+    else kept.push(` ${a[1]}="${reescape(value)}"`);
+  }
+  return { uri, kept: kept.join('') };
+}
+
+/**
+ * The metadata elements of a domain XML, by namespace URI, as libvirt
+ * returns them: without their prefix or namespace declaration, and an
+ * element with child elements re-indented by two spaces, one child a line.
+ */
 export function metadataOf(xml: string): Map<string, string> {
   const out = new Map<string, string>();
   const block = /<metadata>([\s\S]*?)<\/metadata>/.exec(xml)?.[1] ?? '';
+  const attrs = '((?:\\s+[\\w.:-]+\\s*=\\s*(?:"[^"]*"|\'[^\']*\'))*)';
   for (const m of block.matchAll(
-    /<([\w.-]+):([\w.-]+)((?:\s+[\w.:-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*\/>/g,
+    new RegExp(`<([\\w.-]+):([\\w.-]+)${attrs}\\s*(?:/>|>([\\s\\S]*?)</\\1:\\2>)`, 'g'),
   )) {
-    const [, prefix, element, attrs] = m;
-    let uri: string | undefined;
-    const kept: string[] = [];
-    for (const a of (attrs ?? '').matchAll(/([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g)) {
-      const value = unescapeText(a[2] ?? a[3] ?? '');
-      if (a[1] === `xmlns:${prefix}`) uri = value;
-      else kept.push(` ${a[1]}="${reescape(value)}"`);
+    const [, prefix, element, rawAttrs, body] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string | undefined,
+    ];
+    const { uri, kept } = splitAttrs(rawAttrs ?? '', prefix);
+    if (uri === undefined) continue;
+    if (body === undefined) {
+      out.set(uri, `<${element}${kept}/>`);
+      continue;
     }
-    if (uri !== undefined) out.set(uri, `<${element}${kept.join('')}/>`);
+    const children = [
+      ...body.matchAll(
+        new RegExp(`<${prefix}:([\\w.-]+)${attrs}\\s*(?:/>|>([^<]*)</${prefix}:\\1>)`, 'g'),
+      ),
+    ].map((c) => {
+      const child = splitAttrs(c[2] ?? '', prefix).kept;
+      if (c[3] === undefined) return `  <${c[1]}${child}/>`;
+      return `  <${c[1]}${child}>${retext(unescapeText(c[3]))}</${c[1]}>`;
+    });
+    out.set(uri, `<${element}${kept}>\n${children.join('\n')}\n</${element}>`);
   }
   return out;
 }
@@ -76,8 +116,14 @@ export function parseVolumeXml(xml: string, name: string, dir: string): ModelVol
   };
 }
 
+/** A time as libvirt writes it in `<timestamps>`: seconds and nanoseconds. */
+function stamp(ms: number): string {
+  return `${Math.floor(ms / 1000)}.${String((ms % 1000) * 1_000_000).padStart(9, '0')}`;
+}
+
 /** A volume's XML as `storageVolGetXmlDesc` gives it (the fields the engine reads, in libvirt's layout). */
-export function volumeXmlDesc(vol: ModelVolume, allocation: number): string {
+export function volumeXmlDesc(vol: ModelVolume, allocation: number, now: number): string {
+  const t = stamp(vol.changedMs ?? now);
   const backing =
     vol.backingPath === undefined
       ? ''
@@ -92,6 +138,17 @@ export function volumeXmlDesc(vol: ModelVolume, allocation: number): string {
     '  <target>',
     `    <path>${vol.path}</path>`,
     `    <format type='${vol.format}'/>`,
+    '    <permissions>',
+    '      <mode>0600</mode>',
+    '      <owner>0</owner>',
+    '      <group>0</group>',
+    '    </permissions>',
+    '    <timestamps>',
+    `      <atime>${t}</atime>`,
+    `      <mtime>${t}</mtime>`,
+    `      <ctime>${t}</ctime>`,
+    '      <btime>0</btime>',
+    '    </timestamps>',
     '  </target>',
     `${backing}</volume>`,
     '',

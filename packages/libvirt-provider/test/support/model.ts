@@ -21,6 +21,8 @@ export interface ModelVolume {
   data: Buffer;
   backingPath?: string | undefined;
   backingFormat?: string | undefined;
+  /** When the file last changed (ms since the epoch), for its `<timestamps>`; now when unset. */
+  changedMs?: number | undefined;
 }
 
 export interface ModelPool {
@@ -213,6 +215,9 @@ export class LibvirtModel {
    * (QEMU dies as the guest boots): shut off, reason crashed.
    */
   crashNextStart = false;
+
+  /** The model's clock for volume timestamps (tests move it to age volumes). */
+  now: () => number = () => Date.now();
 
   /** The next libvirt call (not a dial) answers with something unreadable. */
   malformNext(): void {

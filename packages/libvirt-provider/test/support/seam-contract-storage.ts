@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { ErrorCode, StoragePoolState } from '@proxy-op/libvirt-rpc';
 import type * as Vitest from 'vitest';
 import type { StorageVol } from '../../src/seam.js';
-import { overlayXml, readVolumeXml, volumeXml } from '../../src/xml.js';
+import { overlayXml, readVolumeTarget, readVolumeXml, volumeXml } from '../../src/xml.js';
 import { failure, type SeamBackend, SIGNAL } from './seam-contract.js';
 
 export function describeStorageContract(
@@ -41,6 +41,11 @@ export function describeStorageContract(
     await backend().setPoolActive(false);
     try {
       expect((await s.storagePoolGetInfo({ pool }, SIGNAL)).state).toBe(StoragePoolState.INACTIVE);
+      const listing = await failure(s.storagePoolListAllVolumes({ pool }, SIGNAL));
+      expect([listing.code, listing.message]).toEqual([
+        ErrorCode.ERR_OPERATION_INVALID,
+        `Requested operation is not valid: storage pool '${backend().pool}' is not active`,
+      ]);
       const inactive = await failure(s.storageVolLookupByName({ pool, name: vol.name }, SIGNAL));
       expect([inactive.code, inactive.message]).toEqual([
         ErrorCode.ERR_OPERATION_INVALID,
@@ -104,6 +109,35 @@ export function describeStorageContract(
     );
     expect((await failure(s.storageVolGetPath({ vol }, SIGNAL))).code).toBe(
       ErrorCode.ERR_NO_STORAGE_VOL,
+    );
+  });
+
+  it('volumes are listed, dated by their last change, and read back in part', async () => {
+    const s = seam();
+    const pool = await poolHandle();
+    const name = unique('listed');
+    const before = Date.now();
+    const vol = await s.storageVolCreateXml({ pool, xml: volumeXml(name, 64 * 1024) }, SIGNAL);
+    try {
+      const listed = await s.storagePoolListAllVolumes({ pool }, SIGNAL);
+      expect(listed).toContainEqual(vol);
+      const path = await s.storageVolGetPath({ vol }, SIGNAL);
+      const created = readVolumeTarget(await s.storageVolGetXmlDesc({ vol }, SIGNAL));
+      expect(created.path).toBe(path);
+      expect(created.changedAt?.getTime()).toBeGreaterThan(before - 5_000);
+      expect(created.changedAt?.getTime()).toBeLessThan(Date.now() + 5_000);
+      const data = randomBytes(40 * 1024);
+      await s.storageVolUpload({ vol, source: [data], length: data.length }, SIGNAL);
+      const part = await s.storageVolDownload({ vol, offset: 32 * 1024, length: 2048 }, SIGNAL);
+      expect(Buffer.from(part).equals(data.subarray(32 * 1024, 34 * 1024))).toBe(true);
+      // Never written: the file's zeros up to the volume's size.
+      const tail = await s.storageVolDownload({ vol, offset: 48 * 1024, length: 1024 }, SIGNAL);
+      expect(Buffer.from(tail).equals(Buffer.alloc(1024))).toBe(true);
+    } finally {
+      await removeAll([vol]);
+    }
+    expect((await s.storagePoolListAllVolumes({ pool }, SIGNAL)).map((v) => v.name)).not.toContain(
+      name,
     );
   });
 

@@ -162,6 +162,41 @@ export function describeSeamContract(
       }
     });
 
+    it('returns a metadata element with child elements without prefixes, one child a line', async () => {
+      const s = seam();
+      const name = unique('nested');
+      const uri = 'https://proxy-op.dev/xmlns/seam-contract-nested/1';
+      const nested = [
+        `<scn:instance xmlns:scn="${uri}" version="1">`,
+        '<scn:managed>true</scn:managed>',
+        `<scn:uid>u&amp;&lt;1&#39;"&gt;</scn:uid>`,
+        '<scn:createdAt>2026-01-02T03:04:05+02:00</scn:createdAt>',
+        '<scn:empty/>',
+        '</scn:instance>',
+      ].join('');
+      const { xml, vols } = await defineable(
+        name,
+        `${NS.format({ uid: 'u3', createdAt: new Date(), installation: 'default' })}${nested}`,
+      );
+      try {
+        const dom = await s.domainDefineXml({ xml }, SIGNAL);
+        expect(await s.domainGetMetadata({ dom, uri }, SIGNAL)).toBe(
+          [
+            '<instance version="1">',
+            '  <managed>true</managed>',
+            `  <uid>u&amp;&lt;1'"&gt;</uid>`,
+            '  <createdAt>2026-01-02T03:04:05+02:00</createdAt>',
+            '  <empty/>',
+            '</instance>',
+          ].join('\n'),
+        );
+        expect(NS.parse(await s.domainGetMetadata({ dom, uri: NS.uri }, SIGNAL))?.uid).toBe('u3');
+        await s.domainUndefineFlags({ dom, flags: 7 }, SIGNAL);
+      } finally {
+        await removeAll(vols);
+      }
+    });
+
     it('start, addresses without an agent, destroy and undefine answer as the engine expects', async () => {
       const s = seam();
       const name = unique('life');
