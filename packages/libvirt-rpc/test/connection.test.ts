@@ -1,6 +1,6 @@
 // Peer: a wire-level fake server in process (test/support/fake-server.ts) over a Duplex pair.
 import { duplexPair, Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   connect,
   duplexDialer,
@@ -212,26 +212,53 @@ describe('keepalive', () => {
     conn.destroy();
   });
 
+  // The keepalive clock is faked (its interval and Date), so a loaded machine that runs the
+  // test late cannot make a live peer look silent; the bytes still cross a real Duplex pair.
+  const fakeClock = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+
   it('pings after a quiet interval and stays open while pongs come back', async () => {
-    const { conn, server } = pair();
-    conn.startKeepalive({ intervalMs: 40, count: 3 });
-    for (let i = 0; i < 3; i++) {
-      const p = await server.next();
-      expect(p.header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 1 });
-      server.raw(ping(2));
+    fakeClock();
+    try {
+      const { conn, server } = pair();
+      conn.startKeepalive({ intervalMs: 40, count: 3 });
+      // Five intervals: well past the 120 ms a silent peer gets, alive because every ping is answered.
+      for (let i = 0; i < 5; i++) {
+        vi.advanceTimersByTime(40);
+        const p = await server.next();
+        expect(p.header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 1 });
+        server.raw(ping(2));
+        // A ping of our own after the pong: its answer proves the pong was read first.
+        server.raw(ping(1));
+        expect((await server.next()).header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 2 });
+      }
+      expect(conn.isOpen).toBe(true);
+      conn.destroy();
+    } finally {
+      vi.useRealTimers();
     }
-    expect(conn.isOpen).toBe(true);
-    conn.destroy();
   });
 
   it('declares a silent peer dead and fails pending calls with ERR_RPC_KEEPALIVE', async () => {
-    const { conn } = pair();
-    conn.startKeepalive({ intervalMs: 30, count: 3 });
-    const started = Date.now();
-    const err = await conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'ERR_RPC_KEEPALIVE' });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(80);
-    expect(Date.now() - started).toBeLessThan(2000);
+    fakeClock();
+    try {
+      const { conn, server } = pair();
+      conn.startKeepalive({ intervalMs: 30, count: 3 });
+      let settled = false;
+      const call = conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e);
+      void call.finally(() => {
+        settled = true;
+      });
+      await server.next(); // the call reached the peer, which never answers anything again
+      vi.advanceTimersByTime(80);
+      await new Promise((r) => setImmediate(r));
+      expect(settled, 'still pending before count × interval of silence').toBe(false);
+      expect(conn.isOpen).toBe(true);
+      vi.advanceTimersByTime(20);
+      expect(await call).toMatchObject({ code: 'ERR_RPC_KEEPALIVE' });
+      expect(conn.isOpen).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

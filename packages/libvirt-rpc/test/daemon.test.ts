@@ -369,9 +369,12 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
     const c = await connect({
       dialer: unixDialer(daemon.socket),
       uri: 'test:///default',
-      keepalive: { intervalMs: 100, count: 3 },
+      // Silence would end it after a second; it stays idle two and a half, so only the
+      // daemon's answers keep it open (a second is long enough that a busy machine cannot
+      // delay a pong past it).
+      keepalive: { intervalMs: 250, count: 4 },
     });
-    await new Promise((r) => setTimeout(r, 800));
+    await new Promise((r) => setTimeout(r, 2500));
     expect(c.rpc.isOpen).toBe(true);
     expect(await c.connectGetHostname()).toBeTruthy();
     await c.close();
