@@ -20,7 +20,7 @@ import { instanceName } from './naming.js';
 import type { ConfiguredProvider, ProviderSet } from './providers.js';
 import { Backoff, type ReconcileResult } from './queue.js';
 import { FINALIZER, type ProxyObject, type ProxyStatus } from './schema.js';
-import type { ProxyStore } from './store.js';
+import type { EventType, ProxyStore } from './store.js';
 
 /** Timings of the reconciler, in milliseconds. */
 export interface ReconcilerOptions {
@@ -196,6 +196,14 @@ export class Reconciler {
           await this.#write(key, before, st);
           return {};
         }
+        if (st.phase !== 'Replacing') {
+          this.#event(
+            key,
+            'Normal',
+            'Replacing',
+            `the spec changed; replacing instance ${st.providerID}`,
+          );
+        }
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', 'the spec changed; replacing the instance');
         if (!(await this.#deleteInstance(holder, st.providerID, obj.metadata.uid))) {
@@ -236,6 +244,7 @@ export class Reconciler {
         st.specHash = hash;
         await this.#store.updateStatus(key, { ...st });
         log.info({ providerID: id }, 'instance created');
+        this.#event(key, 'Normal', 'Created', `created instance ${id} on provider ${cp.name}`);
       } else {
         st.specHash ??= hash;
         st.instanceProvider ??= cp.name;
@@ -246,6 +255,12 @@ export class Reconciler {
       } catch (err) {
         if (!isNotFound(err)) throw err;
         log.warn({ providerID: st.providerID }, 'instance vanished; creating it again');
+        this.#event(
+          key,
+          'Warning',
+          'InstanceVanished',
+          `instance ${st.providerID} disappeared; creating it again`,
+        );
         this.#clearInstance(st);
         st.phase = 'Provisioning';
         cond('Ready', 'False', 'InstanceVanished', 'the instance disappeared; creating it again');
@@ -255,6 +270,14 @@ export class Reconciler {
       if (inst.state !== undefined) st.instanceState = inst.state;
       else delete st.instanceState;
       if (inst.state === 'Stopped' || inst.state === 'Terminated') {
+        if (st.phase !== 'Replacing') {
+          this.#event(
+            key,
+            'Normal',
+            'Replacing',
+            `instance ${st.providerID} is ${inst.state}; replacing it`,
+          );
+        }
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', `the instance is ${inst.state}; replacing it`);
         if (!(await this.#deleteInstance(cp, st.providerID, obj.metadata.uid))) {
@@ -288,6 +311,10 @@ export class Reconciler {
     } catch (err) {
       return this.#onError(key, before, st, hash, err, cond, log);
     }
+  }
+
+  #event(key: string, type: EventType, reason: string, message: string): void {
+    this.#store.recordEvent?.(key, type, reason, message);
   }
 
   #holder(st: MutableStatus, current: ConfiguredProvider): ConfiguredProvider | undefined {
@@ -370,6 +397,7 @@ export class Reconciler {
         return { requeueAfter: this.#opts.deletionPollMs };
       }
       log.info({ providerID: st.providerID }, 'instance deleted; releasing the Proxy');
+      this.#event(key, 'Normal', 'Deleted', `deleted instance ${st.providerID}`);
     }
     await this.#store.removeFinalizer(key, FINALIZER);
     this.#quota.forget(key);
@@ -400,6 +428,12 @@ export class Reconciler {
       cond('Ready', 'False', 'PermanentError', message);
       await this.#write(key, before, st);
       log.warn({ err: message }, 'permanent provider error; latched until the spec changes');
+      this.#event(
+        key,
+        'Warning',
+        'Latched',
+        `permanent provider error, nothing more is tried until the spec changes: ${message}`,
+      );
       return {};
     }
     if (cls === 'QuotaExceeded') {

@@ -28,9 +28,16 @@ describe('proxy-op CLI', () => {
     expect(mode & 0o111).not.toBe(0);
   });
 
-  it('refuses run without --standalone (exit 2)', async () => {
-    const r = await runCli(['run']);
+  it('refuses run on Kubernetes with no cluster configured (exit 2), naming the ways to give one', async () => {
+    const r = await runCli(['run'], {
+      HOME: '/nonexistent',
+      KUBECONFIG: '',
+      KUBERNETES_SERVICE_HOST: '',
+    });
     expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      'no Kubernetes cluster configured: give --kubeconfig, set KUBECONFIG',
+    );
     expect(r.stderr).toContain('--standalone');
   });
 
