@@ -260,10 +260,11 @@ export class LeaderElector {
       } catch {
         return;
       }
-      const left = this.#deadlineMs - (performance.now() - last);
+      const left = Math.ceil(this.#deadlineMs - (performance.now() - last));
       try {
-        const bound = AbortSignal.any([stop, AbortSignal.timeout(Math.max(1, left))]);
-        if (await this.#tryAcquireOrRenew(bound)) {
+        // Bounded by the deadline only: a renewal in flight when release() is called
+        // finishes, so the release writes on top of it.
+        if (await this.#tryAcquireOrRenew(AbortSignal.timeout(Math.max(1, left)))) {
           last = performance.now();
           continue;
         }
@@ -295,31 +296,47 @@ export class LeaderElector {
     await this.#renewing;
     if (!this.#leading || this.#lease === undefined) return;
     this.#leading = false;
-    const lease = this.#lease;
-    const now = new Date();
+    let lease: Lease | undefined = this.#lease;
+    const signal = AbortSignal.timeout(this.#deadlineMs);
     try {
-      await this.#client.request<Lease>({
-        operation: `releasing the leader election Lease ${this.#namespace}/${this.name}`,
-        method: 'PUT',
-        path: this.#path,
-        body: {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: {
-            name: this.name,
-            namespace: this.#namespace,
-            resourceVersion: lease.metadata.resourceVersion,
-          },
-          spec: {
-            leaseDurationSeconds: 1,
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
-            leaseTransitions: lease.spec?.leaseTransitions ?? 0,
-          },
-        },
-        signal: AbortSignal.timeout(this.#deadlineMs),
-      });
-      this.#log.info({}, 'released the Lease');
+      for (let attempt = 0; attempt < 3 && lease !== undefined; attempt++) {
+        const now = new Date();
+        try {
+          await this.#client.request<Lease>({
+            operation: `releasing the leader election Lease ${this.#namespace}/${this.name}`,
+            method: 'PUT',
+            path: this.#path,
+            body: {
+              apiVersion: 'coordination.k8s.io/v1',
+              kind: 'Lease',
+              metadata: {
+                name: this.name,
+                namespace: this.#namespace,
+                resourceVersion: lease.metadata.resourceVersion,
+              },
+              spec: {
+                leaseDurationSeconds: 1,
+                acquireTime: microTime(now),
+                renewTime: microTime(now),
+                leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+              },
+            },
+            signal,
+          });
+          this.#log.info({}, 'released the Lease');
+          return;
+        } catch (err) {
+          if (!isStatus(err, 409)) throw err;
+          // Our copy is stale: release what is there only if it is still ours.
+          const now: Lease = await this.#client.request<Lease>({
+            operation: `reading the leader election Lease ${this.#namespace}/${this.name}`,
+            method: 'GET',
+            path: this.#path,
+            signal,
+          });
+          lease = now.spec?.holderIdentity === this.identity ? now : undefined;
+        }
+      }
     } catch (err) {
       this.#log.warn({ err: messageOf(err) }, 'releasing the Lease failed; it will expire');
     }

@@ -239,6 +239,10 @@ export class KubeStore implements ProxyStore {
       this.#lists++;
       this.#synced = true;
       this.#restartMs = RESTART_BASE_MS;
+      this.#log.info(
+        { proxies: items.length, resourceVersion, lists: this.#lists },
+        'listed the Proxies',
+      );
       return {
         apiVersion: 'v1',
         kind: 'List',

@@ -1,0 +1,435 @@
+// Peers: the real kubectl (1.32, kustomize built in; a fresh HOME per test) as the user's
+// hands, against the Kubernetes API test server; the operator runs as `proxy-op run` processes
+// with the shipped ServiceAccount's token and exactly the shipped RBAC, over the reference
+// provider (file-backed, fixtures/file-provider.mjs) and the local provider (real proxies).
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describeWithPeers, runProcess } from '@proxy-op/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { spawnCli } from './cli-support.js';
+import { KubeTestServer, until } from './kube-support.js';
+
+const PKG = fileURLToPath(new URL('..', import.meta.url));
+const DEPLOY = join(PKG, 'deploy');
+const FILE_PROVIDER = fileURLToPath(new URL('./fixtures/file-provider.mjs', import.meta.url));
+const REMOTE = 'https://github.com/proxy-op/proxy-op//packages/operator/deploy/';
+
+/** The fenced block of the README whose info string is `lang tag`. */
+export async function readmeBlock(lang: string, tag: string): Promise<string> {
+  const text = await readFile(join(PKG, 'README.md'), 'utf8');
+  const fence = '```';
+  const m = new RegExp(`${fence}${lang} ${tag}\\n([\\s\\S]*?)\\n${fence}`).exec(text);
+  if (m?.[1] === undefined) throw new Error(`README has no \`\`\`${lang} ${tag} block`);
+  return `${m[1]}\n`;
+}
+
+/** The Deployment's container as the base builds it. */
+async function deploymentContainer(home: string): Promise<{
+  args: string[];
+  env: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+}> {
+  const r = await runProcess('kubectl', ['kustomize', join(DEPLOY, 'base')], {
+    env: { HOME: home },
+  });
+  expect(r.code).toBe(0);
+  for (const doc of parseAllDocuments(r.stdout)) {
+    const o = doc.toJS() as { kind?: string; spec?: { template: { spec: { containers: [] } } } };
+    if (o.kind === 'Deployment') return o.spec?.template.spec.containers[0] as never;
+  }
+  throw new Error('no Deployment in the base');
+}
+
+type Spawned = ReturnType<typeof spawnCli>;
+
+function viaProxy(proxyUrl: string, target: string): Promise<{ status: number; body: string }> {
+  const p = new URL(proxyUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: p.hostname, port: Number(p.port), path: target, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          body += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describeWithPeers(
+  { describe, it },
+  'on Kubernetes, with kubectl as the user’s hands',
+  ['kubectl'],
+  () => {
+    let server: KubeTestServer;
+    let root = '';
+    let home = '';
+    let providersFile = '';
+    let backendFile = '';
+    let saKubeconfig = '';
+    let baseArgs: string[] = [];
+    let origin: Server;
+    let originPort = 0;
+    const operators: Spawned[] = [];
+
+    /** kubectl with the admin kubeconfig and this test's fresh HOME. */
+    const kubectl = (args: string[], timeoutMs = 60_000) =>
+      runProcess('kubectl', args, {
+        env: { HOME: home, KUBECONFIG: join(home, 'kubeconfig') },
+        timeoutMs,
+      });
+
+    /** Starts `proxy-op run` as the Deployment would, with the ServiceAccount's token. */
+    const startOperator = (): Spawned => {
+      const op = spawnCli(
+        [
+          ...baseArgs,
+          `--providers=${providersFile}`,
+          '--listen=127.0.0.1:0',
+          '--kubeconfig',
+          saKubeconfig,
+          '--lease-duration=3s',
+          '--renew-deadline=2s',
+          '--retry-period=250ms',
+          '--backoff-base=100ms',
+          '--health-interval=1s',
+          '--gc-interval=0',
+          '--output=json',
+        ],
+        { POD_NAMESPACE: 'proxy-op-system', HOME: root },
+      );
+      operators.push(op);
+      return op;
+    };
+
+    beforeAll(async () => {
+      server = await KubeTestServer.start();
+      root = await mkdtemp(join(tmpdir(), 'proxy-op-k8s-e2e-'));
+      backendFile = join(root, 'backend.json');
+      origin = createServer((req, res) => res.end(`origin ${req.method} ${req.url}`));
+      await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
+      originPort = (origin.address() as AddressInfo).port;
+    });
+
+    beforeEach(async () => {
+      home = await mkdtemp(join(root, 'home-'));
+      await server.writeKubeconfig(join(home, 'kubeconfig'));
+    });
+
+    afterAll(async () => {
+      for (const op of operators) op.kill('SIGKILL');
+      await Promise.all(operators.map((op) => op.exit));
+      // The local provider's proxies are detached processes: stop them.
+      const state = join(root, 'local');
+      const { readdir } = await import('node:fs/promises');
+      for (const f of await readdir(state).catch(() => [] as string[])) {
+        if (!f.endsWith('.json')) continue;
+        const rec = JSON.parse(await readFile(join(state, f), 'utf8')) as { pid?: number };
+        if (rec.pid !== undefined) {
+          try {
+            process.kill(rec.pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+      }
+      await new Promise((r) => origin.close(r));
+      await server.stop();
+      await rm(root, { recursive: true, force: true });
+    });
+
+    it('installs with kubectl apply -k: CRDs, ServiceAccount, RBAC, the providers ConfigMap, the metrics Service', async () => {
+      const overlay = join(root, 'my-proxy-op');
+      await mkdir(overlay);
+      // The README's overlay, with the base and components of this checkout instead of GitHub.
+      const fromReadme = await readmeBlock('yaml', 'kustomization');
+      const local = `${relative(overlay, DEPLOY)}/`;
+      let kustomization = fromReadme.replaceAll(REMOTE, local).replace(/\?ref=[^\s]+/g, '');
+      // The test server serves no apps/v1 (see its README): the Deployment is left out here and
+      // its container is run below as a process, with the same arguments.
+      kustomization += `patches:
+  - patch: |-
+      $patch: delete
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: proxy-op
+        namespace: proxy-op-system
+`;
+      await writeFile(join(overlay, 'kustomization.yaml'), kustomization);
+      await writeFile(
+        join(overlay, 'providers.yaml'),
+        `installation: e2e
+providers:
+  - name: lab
+    type: ${FILE_PROVIDER}
+    memory-file:
+      file: ${backendFile}
+  - name: here
+    type: local
+    local:
+      stateDir: ${join(root, 'local')}
+`,
+      );
+      const applied = await kubectl(['apply', '-k', overlay]);
+      expect(applied.stderr).toBe('');
+      expect(applied.code).toBe(0);
+      for (const line of [
+        'namespace/proxy-op-system created',
+        'customresourcedefinition.apiextensions.k8s.io/proxies.proxy-op.io created',
+        'customresourcedefinition.apiextensions.k8s.io/providerhealths.proxy-op.io created',
+        'serviceaccount/proxy-op created',
+        'role.rbac.authorization.k8s.io/proxy-op-leader-election created',
+        'clusterrole.rbac.authorization.k8s.io/proxy-op created',
+        'clusterrolebinding.rbac.authorization.k8s.io/proxy-op created',
+        'configmap/proxy-op-providers created',
+        'service/proxy-op-metrics created',
+      ]) {
+        expect(applied.stdout).toContain(line);
+      }
+      const established = await kubectl([
+        'wait',
+        '--for=condition=Established',
+        'crd/proxies.proxy-op.io',
+        'crd/providerhealths.proxy-op.io',
+      ]);
+      expect(established.code).toBe(0);
+      // The providers file is what the ConfigMap holds, as the Deployment mounts it.
+      const cm = await kubectl([
+        'get',
+        'configmap',
+        'proxy-op-providers',
+        '-n',
+        'proxy-op-system',
+        '-o',
+        'jsonpath={.data.providers\\.yaml}',
+      ]);
+      expect(cm.code).toBe(0);
+      providersFile = join(root, 'providers.yaml');
+      await writeFile(providersFile, cm.stdout);
+      // The operator's credentials: the ServiceAccount's token and nothing else.
+      saKubeconfig = join(root, 'sa-kubeconfig');
+      await server.writeKubeconfig(saKubeconfig, {
+        token: server.serviceAccountToken('proxy-op-system', 'proxy-op'),
+      });
+      const container = await deploymentContainer(home);
+      expect(container.env).toContainEqual({
+        name: 'POD_NAMESPACE',
+        valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      });
+      baseArgs = container.args.filter(
+        (a) => !a.startsWith('--providers=') && !a.startsWith('--listen='),
+      );
+      expect(baseArgs[0]).toBe('run');
+      const op = startOperator();
+      await op.waitForLog((l) => (l.msg === 'became the leader' ? true : undefined), 15_000);
+      await op.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 15_000);
+    }, 120_000);
+
+    it('Proxies applied with kubectl reach Ready on the reference and the local provider', async () => {
+      const file = join(home, 'proxies.yaml');
+      await writeFile(
+        file,
+        `apiVersion: proxy-op.io/v1alpha1
+kind: Proxy
+metadata:
+  name: ref
+spec:
+  provider: lab
+  placement: { machineType: small, image: debian-13 }
+  allowedSources: [10.0.0.0/8]
+---
+apiVersion: proxy-op.io/v1alpha1
+kind: Proxy
+metadata:
+  name: loc
+spec:
+  provider: here
+  allowedSources: [127.0.0.0/8]
+`,
+      );
+      const applied = await kubectl(['apply', '-f', file]);
+      expect(applied.code).toBe(0);
+      const waited = await kubectl([
+        'wait',
+        '--for=condition=Ready',
+        'proxy/ref',
+        'proxy/loc',
+        '--timeout=60s',
+      ]);
+      expect(waited.stderr).toBe('');
+      expect(waited.stdout).toContain('proxy.proxy-op.io/ref condition met');
+      expect(waited.stdout).toContain('proxy.proxy-op.io/loc condition met');
+      const table = await kubectl(['get', 'proxies']);
+      expect(table.stdout).toMatch(/^NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE$/m);
+      expect(table.stdout).toMatch(/^ref\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128\s+\d+s$/m);
+      const endpoint = await kubectl(['get', 'proxy', 'loc', '-o', 'jsonpath={.status.endpoint}']);
+      expect(endpoint.stdout).toMatch(/^http:\/\/127\.0\.0\.\d+:3128$/);
+      // The local proxy is real: it forwards a request to an origin on loopback.
+      const got = await viaProxy(endpoint.stdout, `http://127.0.0.1:${originPort}/hello`);
+      expect(got).toEqual({ status: 200, body: 'origin GET /hello' });
+      // Events on the Proxies, and the providers' health.
+      const events = await kubectl(['get', 'events', '-n', 'default']);
+      expect(events.stdout).toMatch(/Normal\s+Created\s+proxy\/ref\s+created instance vms\//);
+      expect(events.stdout).toMatch(/Normal\s+Created\s+proxy\/loc\s+created instance processes\//);
+      await until(
+        async () =>
+          /^here\s+local\s+true\s/m.test((await kubectl(['get', 'providerhealths'])).stdout),
+        15_000,
+        'ProviderHealth here ready',
+      );
+      const health = await kubectl(['get', 'providerhealths']);
+      expect(health.stdout).toMatch(/^NAME\s+TYPE\s+READY\s+LAST CHECK\s+AGE$/m);
+      expect(health.stdout).toMatch(/^lab\s+memory-file\s+true\s/m);
+    }, 120_000);
+
+    it('an edit replaces the instance; a delete waits for it to go', async () => {
+      const before = JSON.parse(await readFile(backendFile, 'utf8')) as Array<{ name: string }>;
+      expect(before.length).toBe(1);
+      const patched = await kubectl([
+        'patch',
+        'proxy',
+        'ref',
+        '--type=merge',
+        '-p',
+        '{"spec":{"port":8080}}',
+      ]);
+      expect(patched.code).toBe(0);
+      const replaced = await kubectl([
+        'wait',
+        '--for=jsonpath={.status.endpoint}=http://10.0.0.11:8080',
+        'proxy/ref',
+        '--timeout=60s',
+      ]);
+      expect(replaced.stderr).toBe('');
+      const ready = await kubectl(['wait', '--for=condition=Ready', 'proxy/ref', '--timeout=30s']);
+      expect(ready.code).toBe(0);
+      const gen = await kubectl([
+        'get',
+        'proxy',
+        'ref',
+        '-o',
+        'jsonpath={.status.observedGeneration}',
+      ]);
+      expect(gen.stdout).toBe('2');
+      const deleted = await kubectl(['delete', 'proxy', 'ref', '--timeout=60s']);
+      expect(deleted.stdout).toContain('proxy.proxy-op.io "ref" deleted');
+      expect(deleted.code).toBe(0);
+      const after = JSON.parse(await readFile(backendFile, 'utf8')) as Array<{ name: string }>;
+      expect(after).toEqual([]);
+      const gone = await kubectl(['get', 'proxy', 'ref']);
+      expect(gone.stderr).toContain('proxies.proxy-op.io "ref" not found');
+      const events = await kubectl(['get', 'events', '-n', 'default']);
+      expect(events.stdout).toMatch(/Normal\s+Replacing\s+proxy\/ref/);
+      expect(events.stdout).toMatch(/Normal\s+Deleted\s+proxy\/ref\s+deleted instance vms\//);
+    }, 120_000);
+
+    /** Applies one Proxy on the reference provider and waits for it with kubectl. */
+    const applyAndWait = async (name: string) => {
+      const file = join(home, `${name}.yaml`);
+      await writeFile(
+        file,
+        `apiVersion: proxy-op.io/v1alpha1
+kind: Proxy
+metadata:
+  name: ${name}
+spec:
+  provider: lab
+  placement: { machineType: small, image: debian-13 }
+  allowedSources: [10.0.0.0/8]
+`,
+      );
+      expect((await kubectl(['apply', '-f', file])).code).toBe(0);
+      const w = await kubectl(['wait', '--for=condition=Ready', `proxy/${name}`, '--timeout=60s']);
+      expect(w.stderr).toBe('');
+      expect(w.code).toBe(0);
+    };
+
+    /** How often an operator listed every Proxy (its informer logs each full list). */
+    const lists = (op: Spawned | undefined = operators[0]) =>
+      op?.logs.filter((l) => l.msg === 'listed the Proxies').length ?? 0;
+
+    it('a watch dropped mid-stream is resumed, not listed again', async () => {
+      const before = lists();
+      expect(before).toBe(1);
+      const failures = () =>
+        operators[0]?.logs.filter((l) => l.msg === 'the Proxy informer failed').length ?? 0;
+      const failed = failures();
+      expect(server.faults.dropWatches({ abrupt: true })).toBeGreaterThanOrEqual(1);
+      await applyAndWait('after-drop');
+      expect(failures()).toBe(failed + 1);
+      expect(lists()).toBe(before);
+    }, 90_000);
+
+    it('a storm of 409s on the operator’s writes is ridden out', async () => {
+      // kubectl apply creates (POST): every conflict falls on the operator's patches and updates.
+      server.faults.conflictNextWrites(6, { resource: 'proxies', verb: ['patch', 'update'] });
+      await applyAndWait('storm');
+      // All six were spent on the operator's writes: a user's write goes through now.
+      const labelled = await kubectl(['label', 'proxy', 'storm', 'weathered=yes']);
+      expect(labelled.stderr).toBe('');
+      expect(labelled.stdout).toContain('proxy.proxy-op.io/storm labeled');
+    }, 90_000);
+
+    it('an expired watch window (410) makes the informer list again', async () => {
+      const before = lists();
+      server.faults.expireWatchWindow();
+      server.faults.dropWatches();
+      await applyAndWait('after-410');
+      await until(() => lists() === before + 1, 10_000, 'one new list');
+    }, 90_000);
+
+    it('fails over to a second operator process; the standby does nothing until it leads', async () => {
+      const [a] = operators;
+      if (a === undefined) throw new Error('no operator running');
+      const b = startOperator();
+      await b.waitForLog(
+        (l) => (l.msg === 'another replica leads; waiting for the Lease' ? true : undefined),
+        15_000,
+      );
+      // Standing by, b has not even listed the Proxies.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(lists(b)).toBe(0);
+      const killedAt = Date.now();
+      a.kill('SIGKILL');
+      await a.exit;
+      const became = await b.waitForLog(
+        (l) => (l.msg === 'became the leader' ? (l.time as number) : undefined),
+        15_000,
+      );
+      // Within the lease duration (3 s) and a retry period of the last renewal, plus start-up slack.
+      expect(became - killedAt).toBeLessThan(3000 + 250 + 2000);
+      expect(became - killedAt).toBeGreaterThanOrEqual(3000 - 250 - 300);
+      await applyAndWait('after-failover');
+      expect(lists(b)).toBe(1);
+      const order = b.logs.map((l) => l.msg);
+      expect(order.indexOf('listed the Proxies')).toBeGreaterThan(
+        order.indexOf('became the leader'),
+      );
+      // SIGTERM: b finishes, releases the Lease and exits 0.
+      b.kill('SIGTERM');
+      const exit = await b.exit;
+      expect(exit.code).toBe(0);
+      const lease = await kubectl([
+        'get',
+        'lease',
+        'proxy-op',
+        '-n',
+        'proxy-op-system',
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
+      expect(lease.code).toBe(0);
+      expect(lease.stdout).toBe('');
+    }, 120_000);
+  },
+);
