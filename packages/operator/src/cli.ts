@@ -465,7 +465,11 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
           );
           return;
         }
-        await operator.applyProviders(await standaloneProviders(again.config, registry, stateFile));
+        await operator
+          .applyProviders(await standaloneProviders(again.config, registry, stateFile))
+          .catch((err: unknown) =>
+            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
+          );
       });
     },
     providersPollMs,
@@ -696,7 +700,11 @@ async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
           );
           return;
         }
-        await operator.applyProviders(await config(again.config));
+        await operator
+          .applyProviders(await config(again.config))
+          .catch((err: unknown) =>
+            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
+          );
       });
     },
     o.providersPollMs,

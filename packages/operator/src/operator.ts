@@ -179,7 +179,14 @@ export class Operator {
   async applyProviders(config: ProvidersConfig): Promise<ProvidersChange & { problems: string[] }> {
     const change = await this.#deps.providers.apply(config);
     const touched = new Set([...change.added, ...change.rebuilt, ...change.removed]);
-    for (const name of change.removed) await this.#deps.store.deleteHealth(name);
+    for (const name of change.removed) {
+      await this.#deps.store.deleteHealth(name).catch((err: unknown) => {
+        this.#log.error(
+          { provider: name, err: err instanceof Error ? err.message : String(err) },
+          'deleting the ProviderHealth of a removed provider failed',
+        );
+      });
+    }
     if (this.#started) {
       for (const p of this.#deps.store.list()) {
         if (

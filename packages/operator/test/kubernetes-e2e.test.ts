@@ -38,7 +38,10 @@ async function deploymentContainer(home: string): Promise<{
   });
   expect(r.code).toBe(0);
   for (const doc of parseAllDocuments(r.stdout)) {
-    const o = doc.toJS() as { kind?: string; spec?: { template: { spec: { containers: [] } } } };
+    const o = doc.toJS() as {
+      kind?: string;
+      spec?: { template: { spec: { containers: unknown[] } } };
+    };
     if (o.kind === 'Deployment') return o.spec?.template.spec.containers[0] as never;
   }
   throw new Error('no Deployment in the base');

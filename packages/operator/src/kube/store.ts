@@ -275,9 +275,14 @@ export class KubeStore implements ProxyStore {
     if (this.#closed) return;
     const delay = this.#restartMs;
     this.#restartMs = Math.min(this.#restartMs * 2, RESTART_MAX_MS);
+    const status = (err as { statusCode?: unknown } | null)?.statusCode;
     const what = KubeApiError.isInstance(err)
       ? err.message
-      : `watching Proxies: ${messageOf(err)} (the watch is resumed)`;
+      : status === 403
+        ? `watching Proxies: the API server answered 403 Forbidden; the operator's service account needs this right: the watch verb on proxies in the RBAC of deploy/base`
+        : typeof status === 'number'
+          ? `watching Proxies: the API server answered ${status} ${messageOf(err)}`
+          : `watching Proxies: ${messageOf(err)}`;
     this.#log.error({ err: what, retryInMs: delay }, 'the Proxy informer failed');
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
