@@ -126,6 +126,30 @@ describe('proxy-op CLI', () => {
     expect(backend).toHaveLength(1);
   });
 
+  it('run lists the manifests that fail validation, with their problems, in its output', async () => {
+    await ws.writeProxy('web', 3128);
+    await writeFile(
+      `${ws.dir}/broken.yaml`,
+      'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata: { name: x }\nspec: { provider: lab, port: 0, allowedSources: [10.0.0.0/8] }\n',
+    );
+    const r = await runCli(ws.runArgs(['--once', '--output', 'json']));
+    await rm(`${ws.dir}/broken.yaml`);
+    expect(r.code).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        phase: 'Invalid',
+        source: 'broken.yaml',
+        problem: 'spec.port: must be >= 1',
+      }),
+    );
+    // The valid manifest is reconciled all the same.
+    expect(lines).toContainEqual(expect.objectContaining({ proxy: 'default/web', phase: 'Ready' }));
+  });
+
   it('serves /metrics, /healthz and /readyz while running, and stops on SIGTERM', async () => {
     const child = spawnCli(ws.runArgs(['--listen', '127.0.0.1:0']));
     onTestFinished(() => {
