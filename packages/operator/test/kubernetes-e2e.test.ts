@@ -92,7 +92,7 @@ describeWithPeers(
       });
 
     /** Starts `proxy-op run` as the Deployment would, with the ServiceAccount's token. */
-    const startOperator = (): Spawned => {
+    const startOperator = (extra: string[] = [], env: Record<string, string> = {}): Spawned => {
       const op = spawnCli(
         [
           ...baseArgs,
@@ -107,8 +107,9 @@ describeWithPeers(
           '--health-interval=1s',
           '--gc-interval=0',
           '--output=json',
+          ...extra,
         ],
-        { POD_NAMESPACE: 'proxy-op-system', HOME: root },
+        { POD_NAMESPACE: 'proxy-op-system', HOME: root, ...env },
       );
       operators.push(op);
       return op;
@@ -383,12 +384,20 @@ spec:
       expect(labelled.stdout).toContain('proxy.proxy-op.io/storm labeled');
     }, 90_000);
 
-    it('an expired watch window (410) makes the informer list again', async () => {
+    it('an expired watch window (410) makes the informer list again, then it watches', async () => {
       const before = lists();
       server.faults.expireWatchWindow();
       server.faults.dropWatches();
       await applyAndWait('after-410');
-      await until(() => lists() === before + 1, 10_000, 'one new list');
+      // At least one new list. (The test server expires the current resourceVersion too, so
+      // a list made before the next write is followed by another 410 and list; a real API
+      // server serves a watch from the version a list returned.)
+      await until(() => lists() > before, 10_000, 'a new list');
+      // Then the watch holds: no more lists while Proxies change.
+      const settled = lists();
+      await applyAndWait('after-410-b');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(lists()).toBe(settled);
     }, 90_000);
 
     it('fails over to a second operator process; the standby does nothing until it leads', async () => {
@@ -434,5 +443,74 @@ spec:
       expect(lease.code).toBe(0);
       expect(lease.stdout).toBe('');
     }, 120_000);
+
+    /** The reference backend's instances, by name. */
+    const instances = async () =>
+      (JSON.parse(await readFile(backendFile, 'utf8')) as Array<{ name: string; uid: string }>).map(
+        (v) => v.name,
+      );
+
+    it('SIGTERM lets a Create in flight finish within the shutdown grace, then releases the Lease', async () => {
+      const slow = startOperator([], { PROXY_OP_TEST_SLOW_MS: '400' });
+      await slow.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      const file = join(home, 'slow.yaml');
+      await writeFile(
+        file,
+        'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata:\n  name: slow\nspec:\n  provider: lab\n  placement: { machineType: small, image: debian-13 }\n  allowedSources: [10.0.0.0/8]\n',
+      );
+      expect((await kubectl(['apply', '-f', file])).code).toBe(0);
+      await until(
+        async () =>
+          (await kubectl(['get', 'proxy', 'slow', '-o', 'jsonpath={.metadata.finalizers}']))
+            .stdout !== '',
+        10_000,
+        'the finalizer (the Create starts next)',
+      );
+      slow.kill('SIGTERM');
+      const exit = await slow.exit;
+      expect(exit.code).toBe(0);
+      // The Create finished and its ID was recorded before the process stopped.
+      const id = await kubectl(['get', 'proxy', 'slow', '-o', 'jsonpath={.status.providerID}']);
+      expect(id.stdout).toMatch(/^vms\/proxy-default-slow-/);
+      expect((await instances()).filter((n) => n.startsWith('proxy-default-slow-'))).toHaveLength(
+        1,
+      );
+      const stopped = slow.logs.map((l) => l.msg);
+      expect(stopped.indexOf('instance created')).toBeLessThan(stopped.indexOf('proxy-op stopped'));
+      expect(stopped).toContain('released the Lease');
+    }, 90_000);
+
+    it('SIGTERM past the grace aborts the Create; the next leader resumes it without a second instance', async () => {
+      const cut = startOperator(['--shutdown-grace=0'], { PROXY_OP_TEST_SLOW_MS: '400' });
+      await cut.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      const file = join(home, 'cut.yaml');
+      await writeFile(
+        file,
+        'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata:\n  name: cut\nspec:\n  provider: lab\n  placement: { machineType: small, image: debian-13 }\n  allowedSources: [10.0.0.0/8]\n',
+      );
+      expect((await kubectl(['apply', '-f', file])).code).toBe(0);
+      await until(
+        async () =>
+          (await kubectl(['get', 'proxy', 'cut', '-o', 'jsonpath={.metadata.finalizers}']))
+            .stdout !== '',
+        10_000,
+        'the finalizer (the Create starts next)',
+      );
+      cut.kill('SIGTERM');
+      expect((await cut.exit).code).toBe(0);
+      // The Create was in flight and was aborted: nothing recorded.
+      expect(cut.logs.some((l) => l.msg === 'reconcile failed' && l.proxy === 'default/cut')).toBe(
+        true,
+      );
+      const id = await kubectl(['get', 'proxy', 'cut', '-o', 'jsonpath={.status.providerID}']);
+      expect(id.stdout).toBe('');
+      const next = startOperator();
+      await next.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      const w = await kubectl(['wait', '--for=condition=Ready', 'proxy/cut', '--timeout=60s']);
+      expect(w.code).toBe(0);
+      expect((await instances()).filter((n) => n.startsWith('proxy-default-cut-'))).toHaveLength(1);
+      next.kill('SIGTERM');
+      expect((await next.exit).code).toBe(0);
+    }, 90_000);
   },
 );

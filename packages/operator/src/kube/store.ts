@@ -66,7 +66,7 @@ export interface KubeStoreOptions {
   readonly logger?: Logger | undefined;
   /** Who writes the Events (`reportingInstance`): the Pod or host name. */
   readonly identity?: string | undefined;
-  /** Aborts the initial sync and every retry. */
+  /** Aborts the start (listing ProviderHealth and the Proxies, with their retries); close() ends the rest. */
   readonly signal?: AbortSignal | undefined;
   readonly now?: (() => Date) | undefined;
 }
@@ -148,9 +148,6 @@ export class KubeStore implements ProxyStore {
     this.#log = opts.logger ?? silentLogger;
     this.#identity = opts.identity ?? 'proxy-op';
     this.#now = opts.now ?? (() => new Date());
-    opts.signal?.addEventListener('abort', () => this.#abort.abort(opts.signal?.reason), {
-      once: true,
-    });
   }
 
   /**
@@ -162,8 +159,13 @@ export class KubeStore implements ProxyStore {
   static async start(opts: KubeStoreOptions): Promise<KubeStore> {
     const store = new KubeStore(opts);
     try {
-      await store.#loadHealth();
-      await store.#startInformer();
+      // The caller's signal bounds the start only; afterwards close() ends the store.
+      const signal =
+        opts.signal === undefined
+          ? store.#abort.signal
+          : AbortSignal.any([opts.signal, store.#abort.signal]);
+      await store.#loadHealth(signal);
+      await store.#startInformer(signal);
     } catch (err) {
       await store.close();
       throw err;
@@ -194,8 +196,7 @@ export class KubeStore implements ProxyStore {
     return this.#synced;
   }
 
-  async #loadHealth(): Promise<void> {
-    const signal = this.#abort.signal;
+  async #loadHealth(signal: AbortSignal): Promise<void> {
     for (let delay = RESTART_BASE_MS; ; delay = Math.min(delay * 2, RESTART_MAX_MS)) {
       try {
         const list = await this.#client.request<{ items: RawHealth[] }>({
@@ -214,7 +215,7 @@ export class KubeStore implements ProxyStore {
     }
   }
 
-  async #startInformer(): Promise<void> {
+  async #startInformer(signal: AbortSignal): Promise<void> {
     const { ListWatch, Watch } = await import('@kubernetes/client-node');
     const path = this.#proxiesPath();
     const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
@@ -264,7 +265,6 @@ export class KubeStore implements ProxyStore {
     informer.on('error', (err: unknown) => this.#informerFailed(err));
     this.#informer = informer;
     await informer.start();
-    const signal = this.#abort.signal;
     while (!this.#synced) {
       signal.throwIfAborted();
       await sleep(50, signal);
