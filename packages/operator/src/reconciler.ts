@@ -130,9 +130,28 @@ export class Reconciler {
     );
   }
 
-  #callOpts(): { signal: AbortSignal } {
-    const t = AbortSignal.timeout(this.#opts.callTimeoutMs);
-    return { signal: this.#signal ? AbortSignal.any([this.#signal, t]) : t };
+  /**
+   * Runs one provider call with the call deadline and the shutdown signal.
+   * The timer is cleared when the call settles: a burst of reconciles leaves
+   * no timers (nor signals) behind for the length of the deadline.
+   */
+  async #call<T>(fn: (opts: { signal: AbortSignal }) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    const ms = this.#opts.callTimeoutMs;
+    const timer = setTimeout(
+      () => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      ms,
+    );
+    const stop = this.#signal;
+    const onStop = () => ac.abort(stop?.reason);
+    if (stop?.aborted) onStop();
+    else stop?.addEventListener('abort', onStop, { once: true });
+    try {
+      return await fn({ signal: ac.signal });
+    } finally {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', onStop);
+    }
   }
 
   async #write(key: string, before: ProxyStatus, st: MutableStatus): Promise<void> {
@@ -226,18 +245,20 @@ export class Reconciler {
       if (st.providerID === undefined) {
         if (st.phase !== 'Replacing') st.phase = 'Provisioning';
         const { namespace, name, uid } = obj.metadata;
-        const id = await cp.provider.create(
-          {
-            name: instanceName(namespace, name),
-            namespace,
-            uid,
-            port: obj.spec.port,
-            cloudInit: new TextEncoder().encode(renderCloudInit(obj.spec)),
-            placement: obj.spec.placement,
-            allowedSources: obj.spec.allowedSources,
-            installation: this.#providers.installation,
-          },
-          this.#callOpts(),
+        const id = await this.#call((o) =>
+          cp.provider.create(
+            {
+              name: instanceName(namespace, name),
+              namespace,
+              uid,
+              port: obj.spec.port,
+              cloudInit: new TextEncoder().encode(renderCloudInit(obj.spec)),
+              placement: obj.spec.placement,
+              allowedSources: obj.spec.allowedSources,
+              installation: this.#providers.installation,
+            },
+            o,
+          ),
         );
         st.providerID = id;
         st.instanceProvider = cp.name;
@@ -251,7 +272,8 @@ export class Reconciler {
       }
       let inst: Awaited<ReturnType<typeof cp.provider.get>>;
       try {
-        inst = await cp.provider.get(st.providerID, this.#callOpts());
+        const providerID = st.providerID;
+        inst = await this.#call((o) => cp.provider.get(providerID, o));
       } catch (err) {
         if (!isNotFound(err)) throw err;
         log.warn({ providerID: st.providerID }, 'instance vanished; creating it again');
@@ -338,14 +360,14 @@ export class Reconciler {
    */
   async #deleteInstance(cp: ConfiguredProvider, id: string, uid: string): Promise<boolean> {
     try {
-      await cp.provider.delete(id, { ...this.#callOpts(), uid });
+      await this.#call((o) => cp.provider.delete(id, { ...o, uid }));
     } catch (err) {
       if (isNotFound(err)) return true;
       throw err;
     }
     if (cp.module.profile.deleteReturn !== 'returns-early') return true;
     try {
-      await cp.provider.get(id, this.#callOpts());
+      await this.#call((o) => cp.provider.get(id, o));
       return false;
     } catch (err) {
       if (isNotFound(err)) return true;

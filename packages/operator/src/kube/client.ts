@@ -216,8 +216,17 @@ export class KubeClient {
       headers['Content-Type'] = r.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
-    const deadline = AbortSignal.timeout(this.#timeoutMs);
-    const signal = r.signal === undefined ? deadline : AbortSignal.any([r.signal, deadline]);
+    // A timer and a controller of our own, both gone when the request is: a burst of
+    // requests leaves nothing waiting for the deadline.
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+    }, this.#timeoutMs);
+    const onAbort = () => ac.abort(r.signal?.reason);
+    r.signal?.addEventListener('abort', onAbort, { once: true });
+    const signal = ac.signal;
     let answer: { status: number; text: string };
     try {
       answer = await new Promise((resolve, reject) => {
@@ -239,7 +248,7 @@ export class KubeClient {
       });
     } catch (err) {
       if (r.signal?.aborted) throw r.signal.reason;
-      const why = deadline.aborted
+      const why = timedOut
         ? `no answer within ${this.#timeoutMs} ms`
         : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
       throw new KubeApiError(
@@ -249,6 +258,9 @@ export class KubeClient {
         `${r.operation}: cannot reach the API server at ${this.server} (${why})`,
         { cause: err },
       );
+    } finally {
+      clearTimeout(timer);
+      r.signal?.removeEventListener('abort', onAbort);
     }
     let body: unknown;
     try {
