@@ -79,6 +79,9 @@ const CONFLICT_ATTEMPTS = 5;
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+/** Events sent at once, and waiting at most. */
+const EVENTS_IN_FLIGHT = 2;
+const EVENT_QUEUE = 1000;
 
 /** `a` is newer than `b` (resourceVersions are compared as integers where both are). */
 function newer(a: string, b: string): boolean {
@@ -135,6 +138,8 @@ export class KubeStore implements ProxyStore {
   readonly #health = new Map<string, RawHealth>();
   readonly #abort = new AbortController();
   readonly #events = new Set<Promise<void>>();
+  readonly #eventQueue: Array<() => Promise<void>> = [];
+  #eventsInFlight = 0;
   #informer: ListWatch<KubernetesObject> | undefined;
   #synced = false;
   #restartMs = RESTART_BASE_MS;
@@ -526,45 +531,72 @@ export class KubeStore implements ProxyStore {
   recordEvent(key: string, type: EventType, reason: string, message: string, raw?: RawProxy): void {
     const o = raw ?? this.#raw(key);
     if (o === undefined || this.#closed) return;
+    if (this.#eventQueue.length >= EVENT_QUEUE) {
+      this.#log.warn({ proxy: key, reason }, 'too many Events waiting; this one is dropped');
+      return;
+    }
     const now = this.#now();
     const time = `${now.toISOString().slice(0, 19)}Z`;
     const md = o.metadata;
-    const p = this.#client
-      .request<unknown>({
-        operation: `recording the ${reason} Event on Proxy ${key}`,
-        method: 'POST',
-        path: `/api/v1/namespaces/${md.namespace}/events`,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name: eventName(md.name), namespace: md.namespace },
-          involvedObject: {
-            apiVersion: API_VERSION,
-            kind: 'Proxy',
-            name: md.name,
-            namespace: md.namespace,
-            uid: md.uid,
-            resourceVersion: md.resourceVersion,
+    this.#eventQueue.push(() =>
+      this.#client
+        .request<unknown>({
+          operation: `recording the ${reason} Event on Proxy ${key}`,
+          method: 'POST',
+          path: `/api/v1/namespaces/${md.namespace}/events`,
+          body: {
+            apiVersion: 'v1',
+            kind: 'Event',
+            metadata: { name: eventName(md.name), namespace: md.namespace },
+            involvedObject: {
+              apiVersion: API_VERSION,
+              kind: 'Proxy',
+              name: md.name,
+              namespace: md.namespace,
+              uid: md.uid,
+              resourceVersion: md.resourceVersion,
+            },
+            reason,
+            message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
+            type,
+            source: { component: 'proxy-op' },
+            reportingComponent: 'proxy-op',
+            reportingInstance: this.#identity,
+            firstTimestamp: time,
+            lastTimestamp: time,
+            count: 1,
           },
-          reason,
-          message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
-          type,
-          source: { component: 'proxy-op' },
-          reportingComponent: 'proxy-op',
-          reportingInstance: this.#identity,
-          firstTimestamp: time,
-          lastTimestamp: time,
-          count: 1,
-        },
-      })
-      .then(
-        () => {},
-        (err: unknown) => {
-          this.#log.warn({ proxy: key, reason, err: messageOf(err) }, 'recording an Event failed');
-        },
-      );
-    this.#events.add(p);
-    void p.finally(() => this.#events.delete(p));
+        })
+        .then(
+          () => {},
+          (err: unknown) => {
+            this.#log.warn(
+              { proxy: key, reason, err: messageOf(err) },
+              'recording an Event failed',
+            );
+          },
+        ),
+    );
+    this.#sendEvents();
+  }
+
+  /**
+   * Sends queued Events, a few at a time: they never hold up the reconciles'
+   * own requests, and a burst waits in a bounded queue (beyond it, Events are
+   * dropped with a warning, as client-go's recorder does).
+   */
+  #sendEvents(): void {
+    while (this.#eventsInFlight < EVENTS_IN_FLIGHT) {
+      const send = this.#eventQueue.shift();
+      if (send === undefined) break;
+      this.#eventsInFlight++;
+      const p = send().finally(() => {
+        this.#eventsInFlight--;
+        this.#events.delete(p);
+        this.#sendEvents();
+      });
+      this.#events.add(p);
+    }
   }
 
   async writeHealth(health: ProviderHealth): Promise<void> {
@@ -652,6 +684,14 @@ export class KubeStore implements ProxyStore {
     this.#closed = true;
     clearTimeout(this.#restartTimer);
     await this.#informer?.stop();
+    // Events still queued are dropped; those in flight are waited for.
+    if (this.#eventQueue.length > 0) {
+      this.#log.warn(
+        { events: this.#eventQueue.length },
+        'stopping; Events not yet sent are dropped',
+      );
+      this.#eventQueue.length = 0;
+    }
     await Promise.allSettled([...this.#events]);
     this.#abort.abort(new Error('the store is closed'));
   }
