@@ -264,3 +264,105 @@ describe('the KubeStore', () => {
     ).toBe(false);
   });
 });
+
+describe('the KubeStore, scoped and with specs the operator cannot take', () => {
+  it('reconciles only its namespace', async () => {
+    const { backend } = await memoryOperator();
+    const other = `${namespace}-other`;
+    expect(
+      (await call(server, 'POST', '/api/v1/namespaces', { body: { metadata: { name: other } } }))
+        .status,
+    ).toBe(201);
+    await createProxy(server, 'mine', {}, namespace);
+    await createProxy(server, 'theirs', {}, other);
+    await until(ready('mine'), 10_000, 'mine Ready');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(stored(server, 'theirs', other)?.metadata.finalizers).toBeUndefined();
+    expect(stored(server, 'theirs', other)?.status).toBeUndefined();
+    expect(backend.vms.size).toBe(1);
+    expect(running?.store.list().map((p) => p.metadata.name)).toEqual(['mine']);
+  });
+
+  it('reports a spec that fails validation, leaves it alone, and keeps GC off its instance', async () => {
+    // A cluster whose CRD is looser than this operator's schema (an older or edited CRD).
+    const loose = await KubeTestServer.start();
+    try {
+      const crds = (await import('../src/index.js')).customResourceDefinitions();
+      const proxyCrd = structuredClone(crds[0]) as {
+        spec: {
+          versions: Array<{ schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }>;
+        };
+      };
+      const version = proxyCrd.spec.versions[0];
+      if (version === undefined) throw new Error('no version');
+      version.schema.openAPIV3Schema.properties.spec = {
+        type: 'object',
+        'x-kubernetes-preserve-unknown-fields': true,
+      };
+      for (const crd of [proxyCrd, crds[1]]) {
+        const r = await call(
+          loose,
+          'POST',
+          '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+          {
+            body: crd,
+          },
+        );
+        expect(r.status).toBe(201);
+      }
+      await until(
+        async () => (await call(loose, 'GET', '/apis/proxy-op.io/v1alpha1/proxies')).status === 200,
+      );
+      const looseClient = await clientFor(loose, tmp.dir);
+      const { registry, backends } = testRegistry();
+      const set = await providerSet(
+        'installation: test\nproviders:\n  - name: lab\n    type: memory\n',
+        registry,
+      );
+      const op = await startOperator(looseClient, set, { gcMinAgeMs: 0 });
+      try {
+        const bad = await createProxy(loose, 'bad', { port: 0 });
+        const uid = bad.body.metadata.uid as string;
+        await until(() => op.store.problems().length === 1, 5000, 'the problem reported');
+        expect(op.store.problems()).toEqual(['default/bad: spec.port: must be >= 1']);
+        expect(op.store.get('default/bad')).toBeUndefined();
+        await until(
+          () => loose.objects('', 'events', 'default').some((e) => e.reason === 'InvalidSpec'),
+          5000,
+          'the InvalidSpec Event',
+        );
+        const event = loose
+          .objects('', 'events', 'default')
+          .find((e) => e.reason === 'InvalidSpec');
+        expect(event).toMatchObject({ type: 'Warning', message: 'spec.port: must be >= 1' });
+        expect(stored(loose, 'bad')?.metadata.finalizers).toBeUndefined();
+        // An instance that Proxy made earlier (with a valid spec) is not an orphan.
+        const backend = backends.get('lab');
+        if (backend === undefined) throw new Error('no backend');
+        const cp = set.get('lab');
+        await cp?.provider.create(
+          {
+            name: 'proxy-default-bad-00000000',
+            namespace: 'default',
+            uid,
+            port: 3128,
+            cloudInit: new TextEncoder().encode('#cloud-config\n'),
+            placement: { machineType: 'small', image: 'debian-13' },
+            allowedSources: ['10.0.0.0/8'],
+            installation: 'test',
+          },
+          { signal: AbortSignal.timeout(5000) },
+        );
+        const [report] = await op.operator.runGc();
+        expect(report?.listed).toBe(1);
+        expect(report?.deleted).toEqual([]);
+        expect(backend.vms.size).toBe(1);
+      } finally {
+        await op.stop();
+        looseClient.close();
+      }
+    } finally {
+      await loose.stop();
+    }
+  });
+});
