@@ -7,7 +7,10 @@ import { type Operation, PermanentError } from './errors.js';
  * an optional per-part pattern narrows further.
  */
 export interface IdFormat<K extends string> {
-  /** Formats an ID; throws TypeError when a part is empty or holds `/`. */
+  /**
+   * Formats an ID; throws TypeError when a part is empty, holds `/` or
+   * fails its pattern, so every ID it makes, `parse` reads back.
+   */
   format(parts: Readonly<Record<K, string>>): string;
   /** The parts, or undefined when `id` does not have this format. */
   parse(id: string): Record<K, string> | undefined;
@@ -34,11 +37,14 @@ export function idFormat<const S extends readonly string[]>(
       return segments
         .map((s) => {
           if (!s.startsWith(':')) return s;
-          const v = (parts as Record<string, string>)[s.slice(1)];
+          const key = s.slice(1);
+          const v = (parts as Record<string, string>)[key];
           if (typeof v !== 'string' || v === '' || v.includes('/')) {
-            throw new TypeError(
-              `provider ID part ${s.slice(1)} must be a non-empty string without "/"`,
-            );
+            throw new TypeError(`provider ID part ${key} must be a non-empty string without "/"`);
+          }
+          const re = pats[key];
+          if (re !== undefined && !re.test(v)) {
+            throw new TypeError(`provider ID part ${key} "${v}" does not match ${String(re)}`);
           }
           return v;
         })

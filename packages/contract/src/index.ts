@@ -102,6 +102,7 @@ export {
   type ShellOptions,
   toOperationError,
 } from './shell.js';
+export { TLS_VERIFY_CODES, tlsVerifyError } from './tls.js';
 export {
   type Checker,
   type CreateRequest,

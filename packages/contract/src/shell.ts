@@ -200,7 +200,10 @@ export function toOperationError(thrown: unknown, o: FunnelOptions): unknown {
     err = abortedError(provider, op, signal);
   } else if (ProviderError.isInstance(thrown)) {
     err = restamp(thrown, provider, op);
-  } else if (thrown instanceof TypeError || thrown instanceof RangeError) {
+  } else if (
+    (thrown instanceof TypeError || thrown instanceof RangeError) &&
+    !networkFailure(thrown)
+  ) {
     if (o.typeErrors === 'misuse') return thrown;
     err = malformed(provider, op, thrown);
   } else if (thrown instanceof SyntaxError) {
@@ -216,6 +219,22 @@ export function toOperationError(thrown: unknown, o: FunnelOptions): unknown {
     err = providerError(cls, { provider, op, message: describe(thrown), cause: thrown });
   }
   return o.secrets === undefined ? err : redactError(err, o.secrets);
+}
+
+/**
+ * A `TypeError` that stands for a network failure: fetch and undici report
+ * a refused connection or a body cut short as `TypeError: fetch failed` or
+ * `TypeError: terminated`, with the socket's error (a string `code`) as the
+ * cause. That is the backend going away, not an answer to read: classify it.
+ */
+function networkFailure(err: Error): boolean {
+  const cause = (err as { cause?: unknown }).cause;
+  return (
+    err instanceof TypeError &&
+    typeof cause === 'object' &&
+    cause !== null &&
+    typeof (cause as { code?: unknown }).code === 'string'
+  );
 }
 
 function malformed(provider: string, op: Operation, cause: Error): ProviderError {

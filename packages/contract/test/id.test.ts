@@ -44,6 +44,11 @@ describe('idFormat', () => {
     expect(() => hosts.format({ host: 'a/b', name: 'a' })).toThrow(TypeError);
   });
 
+  it('refuses to format a part its pattern refuses, so whatever it formats parses back', () => {
+    expect(() => vms.format({ vmid: '042', name: 'a' })).toThrow(/vmid "042" does not match/);
+    expect(vms.parse(vms.format({ vmid: '142', name: 'a' }))).toEqual({ vmid: '142', name: 'a' });
+  });
+
   it('parse of a non-string is undefined', () => {
     expect(hosts.parse(42 as unknown as string)).toBeUndefined();
   });

@@ -261,6 +261,17 @@ describe('operation shell: the error funnel', () => {
     expect(outcomes).toContain('Transient');
   });
 
+  it('classifies a network failure that fetch or undici report as a TypeError', async () => {
+    const { provider } = await build({
+      async get() {
+        const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+        throw new TypeError('terminated', { cause: reset });
+      },
+    });
+    const err = await caught(provider.get('boxes/a'));
+    expect(err).toMatchObject({ errorClass: 'Transient', code: 'PROVIDER_TRANSIENT', op: 'get' });
+  });
+
   it('classifies with the module, makes NotFound Transient inside Create, survives a broken classify', async () => {
     let status = 404;
     const { provider } = await build({

@@ -8,11 +8,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { readOr, stopChild, waitFor } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -29,39 +29,6 @@ export const BINARIES = {
 export const LIBVIRTD_PEERS = ['libvirtd', 'virsh', 'qemu-img'] as const;
 /** The executables the SSH suites need, for `describeWithPeers`. */
 export const SSHD_PEERS = ['sshd', 'ssh-keygen'] as const;
-
-async function waitFor(
-  what: string,
-  ok: () => boolean | Promise<boolean>,
-  child: ChildProcess,
-  timeoutMs: number,
-  log: () => Promise<string>,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}):\n${await log()}`);
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${what} not ready within ${timeoutMs} ms:\n${await log()}`);
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-async function stopChild(child: ChildProcess, timeoutMs = 5000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function readOr(path: string): Promise<string> {
-  return readFile(path, 'utf8').catch(() => '');
-}
 
 /**
  * Creates the `libvirt-qemu` group and user the QEMU driver insists on,
@@ -98,7 +65,7 @@ export async function ensureQemuUser(): Promise<boolean> {
  * reachable at `hostdev`).
  */
 function privateDev(hostdev: string): string[] {
-  const nodes = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'ptmx', 'net/tun'];
+  const nodes = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'net/tun'];
   return [
     `mount --rbind /dev "${hostdev}"`,
     'mount -t tmpfs -o mode=755,nosuid tmpfs /dev',
@@ -107,7 +74,9 @@ function privateDev(hostdev: string): string[] {
       (n) =>
         `if [ -e "${hostdev}/${n}" ]; then touch /dev/${n}; mount --bind "${hostdev}/${n}" /dev/${n}; fi`,
     ),
-    `mount --rbind "${hostdev}/pts" /dev/pts`,
+    // A devpts of its own, as containers have: QEMU's pty consoles need a ptmx it may open.
+    'mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts',
+    'ln -s pts/ptmx /dev/ptmx',
     `mount --rbind "${hostdev}/shm" /dev/shm`,
     `if [ -d "${hostdev}/mqueue" ]; then mount --rbind "${hostdev}/mqueue" /dev/mqueue; fi`,
     'ln -s /proc/self/fd /dev/fd',
@@ -123,7 +92,7 @@ export interface Libvirtd {
   readonly dir: string;
   /** The read-write socket. */
   readonly socket: string;
-  /** The daemon's pid. */
+  /** The daemon's pid (a new one after {@link Libvirtd.restart}). */
   readonly pid: number;
   /** The log file (errors and warnings). */
   readonly logFile: string;
@@ -133,8 +102,16 @@ export interface Libvirtd {
   virsh(driver: string, args: readonly string[]): Promise<string>;
   /** Sends a signal (e.g. `SIGKILL` for fault tests, `SIGSTOP`/`SIGCONT`). */
   kill(signal: NodeJS.Signals): void;
-  /** Resolves when the process has exited. */
+  /** Resolves when the process has exited (the current one, after a restart). */
   readonly exited: Promise<void>;
+  /**
+   * Stops the daemon (SIGTERM) and starts it again on the same dir, socket
+   * and config, as an admin's `systemctl restart libvirtd` would: clients
+   * lose their connections, running guests keep running and the new
+   * daemon reconnects to them, persistent definitions stay. Resolves once
+   * the new daemon accepts connections.
+   */
+  restart(): Promise<void>;
   /**
    * Destroys running QEMU guests, stops the daemon (and the virtlogd it
    * started) and removes the temp dir unless `keepDir`.
@@ -201,27 +178,32 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
   }
   if (existsSync('/etc/libvirt')) await exec('cp', ['-a', '/etc/libvirt/.', join(priv, 'etc')]);
   const virtlogdPid = join(dir, 'virtlogd.pid');
-  const script = [
-    'set -e',
-    'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
-    `mount --bind "${join(priv, 'run')}" /run/libvirt`,
-    `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
-    `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,
-    `mount --bind "${join(priv, 'etc')}" /etc/libvirt`,
-    ...(opts.hideKvm !== false && existsSync('/dev/kvm') ? privateDev(join(priv, 'hostdev')) : []),
-    opts.virtlogd ? `${BINARIES.virtlogd} --pid-file "${virtlogdPid}" &` : ':',
-    `exec ${BINARIES.libvirtd} --config "${conf}" --pid-file "${join(dir, 'libvirtd.pid')}"`,
-  ].join('\n');
+  const script = (withLogd: boolean) =>
+    [
+      'set -e',
+      'mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /etc/libvirt',
+      // As the Debian package leaves it: the QEMU driver's log dir, where console logs go too.
+      `mkdir -p "${join(priv, 'log', 'qemu')}"`,
+      `mount --bind "${join(priv, 'run')}" /run/libvirt`,
+      `mount --bind "${join(priv, 'lib')}" /var/lib/libvirt`,
+      `mount --bind "${join(priv, 'log')}" /var/log/libvirt`,
+      `mount --bind "${join(priv, 'etc')}" /etc/libvirt`,
+      ...(opts.hideKvm !== false && existsSync('/dev/kvm')
+        ? privateDev(join(priv, 'hostdev'))
+        : []),
+      withLogd ? `${BINARIES.virtlogd} --pid-file "${virtlogdPid}" &` : ':',
+      `exec ${BINARIES.libvirtd} --config "${conf}" --pid-file "${join(dir, 'libvirtd.pid')}"`,
+    ].join('\n');
   const socket = join(dir, 'libvirt-sock');
-  const child = spawn(
-    'unshare',
-    ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const uri = (driver: string) => {
+    const [scheme, rest] = driver.split('://');
+    return `${scheme}+unix://${rest}?socket=${socket}`;
+  };
+  const virsh = async (driver: string, args: readonly string[]) =>
+    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
+  const logdPid = async (): Promise<number> => Number((await readOr(virtlogdPid)).trim());
   const stopLogd = async () => {
-    const pid = Number((await readOr(virtlogdPid)).trim());
+    const pid = await logdPid();
     if (pid > 0) {
       try {
         process.kill(pid, 'SIGTERM');
@@ -230,18 +212,34 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
       }
     }
   };
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
-  });
-  const exited = once(child, 'exit').then(() => {});
-  const uri = (driver: string) => {
-    const [scheme, rest] = driver.split('://');
-    return `${scheme}+unix://${rest}?socket=${socket}`;
+  const logdAlive = async (): Promise<boolean> => {
+    const pid = await logdPid();
+    if (!(pid > 0)) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   };
-  const virsh = async (driver: string, args: readonly string[]) =>
-    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
-  try {
+  let child!: ChildProcess;
+  let exited!: Promise<void>;
+  let stderr = '';
+  // Starts the daemon (and virtlogd, unless one from before a restart still runs).
+  const launch = async (withLogd: boolean) => {
+    stderr = '';
+    child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script(withLogd)],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const c = child;
+    exited = once(c, 'exit').then(() => {});
     await waitFor(
       'libvirtd',
       async () =>
@@ -250,10 +248,13 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
           () => true,
           () => false,
         )),
-      child,
+      c,
       opts.timeoutMs ?? 20_000,
       async () => `${stderr}\n${await readOr(logFile)}`,
     );
+  };
+  try {
+    await launch(opts.virtlogd === true);
   } catch (err) {
     await stopChild(child);
     await stopLogd();
@@ -263,14 +264,24 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
   return {
     dir,
     socket,
-    pid: child.pid ?? -1,
+    get pid() {
+      return child.pid ?? -1;
+    },
     logFile,
     uri,
     virsh,
     kill: (signal) => {
       child.kill(signal);
     },
-    exited,
+    get exited() {
+      return exited;
+    },
+    async restart() {
+      await stopChild(child);
+      // The old socket file stays behind until the new daemon replaces it.
+      await rm(socket, { force: true });
+      await launch(opts.virtlogd === true && !(await logdAlive()));
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         // Guests outlive libvirtd: destroy any still running first.
@@ -289,121 +300,6 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
   };
 }
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const addr = srv.address();
-  srv.close();
-  await once(srv, 'close');
-  if (addr === null || typeof addr === 'string') throw new Error('no port');
-  return addr.port;
-}
-
-/** A running sshd on loopback. */
-export interface Sshd {
-  /** Always `127.0.0.1`. */
-  readonly host: string;
-  /** The port it listens on. */
-  readonly port: number;
-  /** The user to log in as (the current user; root here). */
-  readonly username: string;
-  /** The client's private key (OpenSSH format, no passphrase). */
-  readonly clientKey: string;
-  /** The server's public host key line (`ssh-ed25519 AAAA...`). */
-  readonly hostPublicKey: string;
-  /** A known_hosts file naming this server (`[127.0.0.1]:port key`). */
-  readonly knownHostsFile: string;
-  /** The temp dir holding keys, config and log. */
-  readonly dir: string;
-  /** What sshd logged so far (it logs to stderr, kept in memory). */
-  log(): string;
-  /** Stops sshd and removes the temp dir. */
-  stop(): Promise<void>;
-}
-
-/**
- * Starts `sshd -D` on 127.0.0.1 with generated host and client keys in a
- * temp dir: key auth only, stream-local forwarding allowed, so a client can
- * open `direct-streamlocal` channels to a libvirt socket.
- */
-export async function startSshd(
-  opts: { dir?: string; port?: number; timeoutMs?: number } = {},
-): Promise<Sshd> {
-  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-sshd-')));
-  await mkdir(dir, { recursive: true });
-  await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
-  const hostKey = join(dir, 'host_ed25519');
-  const clientKeyFile = join(dir, 'client_ed25519');
-  await exec(BINARIES.sshKeygen, ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey]);
-  await exec(BINARIES.sshKeygen, ['-q', '-t', 'ed25519', '-N', '', '-f', clientKeyFile]);
-  const authorized = join(dir, 'authorized_keys');
-  await writeFile(authorized, await readFile(`${clientKeyFile}.pub`, 'utf8'), { mode: 0o600 });
-  const port = opts.port ?? (await freePort());
-  const username = (await exec('id', ['-un'])).stdout.trim();
-  const config = join(dir, 'sshd_config');
-  await writeFile(
-    config,
-    [
-      `Port ${port}`,
-      'ListenAddress 127.0.0.1',
-      `HostKey ${hostKey}`,
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      `AuthorizedKeysFile ${authorized}`,
-      'PubkeyAuthentication yes',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'PermitRootLogin prohibit-password',
-      'UsePAM no',
-      'StrictModes no',
-      'AllowStreamLocalForwarding yes',
-      'X11Forwarding no',
-      'MaxStartups 50',
-      'LogLevel VERBOSE',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(BINARIES.sshd, ['-D', '-e', '-f', config], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    log += d;
-  });
-  const hostPublicKey = (await readFile(`${hostKey}.pub`, 'utf8')).trim();
-  const knownHostsFile = join(dir, 'known_hosts');
-  const [type, key] = hostPublicKey.split(/\s+/);
-  await writeFile(knownHostsFile, `[127.0.0.1]:${port} ${type} ${key}\n`);
-  try {
-    await waitFor(
-      'sshd',
-      () => log.includes('Server listening'),
-      child,
-      opts.timeoutMs ?? 10_000,
-      async () => log,
-    );
-  } catch (err) {
-    await stopChild(child);
-    if (opts.dir === undefined) await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-  return {
-    host: '127.0.0.1',
-    port,
-    username,
-    clientKey: await readFile(clientKeyFile, 'utf8'),
-    hostPublicKey,
-    knownHostsFile,
-    dir,
-    log: () => log,
-    async stop() {
-      await stopChild(child);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 export {
   buildTestGuest,
   findGuestKernel,
@@ -413,3 +309,19 @@ export {
   type TestGuest,
   type TestGuestOptions,
 } from './guest.js';
+export {
+  type ImageMode,
+  type ImageServer,
+  sha256Of,
+  startImageServer,
+} from './images.js';
+export { freePort, type Sshd, startSshd } from './sshd.js';
+export {
+  agentAddresses,
+  dumpedSeedFile,
+  type LibvirtStack,
+  type Relay,
+  STACK_PEERS,
+  startLibvirtStack,
+  startRelay,
+} from './stack.js';

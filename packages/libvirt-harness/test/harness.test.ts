@@ -50,6 +50,56 @@ describeWithPeers(vitest, 'startLibvirtd', [...LIBVIRTD_PEERS], () => {
   });
 });
 
+describeWithPeers(
+  vitest,
+  'Libvirtd.restart',
+  [...LIBVIRTD_PEERS, 'qemu-system-x86_64', 'virtlogd'],
+  () => {
+    it('restarts on the same socket: clients are cut off, definitions and running guests survive', {
+      timeout: 120_000,
+    }, async () => {
+      const d = await startLibvirtd({ virtlogd: true });
+      const name = `harness-restart-${process.pid}`;
+      try {
+        const xml = join(d.dir, 'dom.xml');
+        const { writeFile } = await import('node:fs/promises');
+        await writeFile(
+          xml,
+          `<domain type="qemu"><name>${name}</name><memory unit="MiB">32</memory><os><type arch="x86_64" machine="pc">hvm</type></os><devices><emulator>/usr/bin/qemu-system-x86_64</emulator><serial type="pty"><log file="/var/log/libvirt/qemu/${name}-console.log" append="off"/><target port="0"/></serial><console type="pty"><target type="serial" port="0"/></console><video><model type="none"/></video><memballoon model="none"/></devices></domain>`,
+        );
+        await d.virsh('qemu:///system', ['define', xml]);
+        await d.virsh('qemu:///system', ['start', name]);
+        const qemuPid = Number(
+          (await readFile(join(d.dir, 'root', 'run', 'qemu', `${name}.pid`), 'utf8')).trim(),
+        );
+        expect(alive(qemuPid)).toBe(true);
+        // A pty console logged through virtlogd works in the private /dev and log dir.
+        expect(existsSync(join(d.dir, 'root', 'log', 'qemu', `${name}-console.log`))).toBe(true);
+        // A client connected before the restart sees its connection end.
+        const client = connect(d.socket);
+        await new Promise<void>((resolve, reject) => {
+          client.once('connect', resolve);
+          client.once('error', reject);
+        });
+        const ended = new Promise<void>((resolve) => client.once('close', () => resolve()));
+        const before = d.pid;
+        await d.restart();
+        await ended;
+        expect(d.pid).not.toBe(before);
+        expect(alive(before)).toBe(false);
+        expect(alive(d.pid)).toBe(true);
+        expect((await d.virsh('qemu:///system', ['domstate', name])).trim()).toBe('running');
+        expect(alive(qemuPid)).toBe(true);
+        await d.virsh('qemu:///system', ['destroy', name]);
+        await d.virsh('qemu:///system', ['undefine', name]);
+      } finally {
+        await d.stop();
+      }
+      expect(existsSync(d.dir)).toBe(false);
+    });
+  },
+);
+
 describeWithPeers(vitest, 'startSshd', [...SSHD_PEERS], () => {
   it('listens on 127.0.0.1 only and stops cleanly', async () => {
     const s = await startSshd();

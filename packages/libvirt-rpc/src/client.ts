@@ -303,6 +303,16 @@ export class LibvirtClient {
     return (await this.rpc.call(P.storagePoolGetXmlDesc, { pool, flags }, opts)).xml;
   }
 
+  /** `STORAGE_POOL_LIST_ALL_VOLUMES`: every volume of the pool (an inactive pool rejects with `ERR_OPERATION_INVALID`). */
+  async storagePoolListAllVolumes(
+    pool: StoragePool,
+    flags = 0,
+    opts?: CallOptions,
+  ): Promise<StorageVol[]> {
+    return (await this.rpc.call(P.storagePoolListAllVolumes, { pool, needResults: 1, flags }, opts))
+      .vols;
+  }
+
   /** `STORAGE_VOL_LOOKUP_BY_NAME`; a missing volume rejects with `ERR_NO_STORAGE_VOL`. */
   async storageVolLookupByName(
     pool: StoragePool,
@@ -330,6 +340,11 @@ export class LibvirtClient {
   /** `STORAGE_VOL_GET_INFO`: type and sizes in bytes. */
   storageVolGetInfo(vol: StorageVol, opts?: CallOptions): Promise<StorageVolInfo> {
     return this.rpc.call(P.storageVolGetInfo, { vol }, opts);
+  }
+
+  /** `STORAGE_VOL_GET_XML_DESC`: the volume's XML (target path, format, backing store). */
+  async storageVolGetXmlDesc(vol: StorageVol, flags = 0, opts?: CallOptions): Promise<string> {
+    return (await this.rpc.call(P.storageVolGetXmlDesc, { vol, flags }, opts)).xml;
   }
 
   /** `STORAGE_VOL_DELETE`. */

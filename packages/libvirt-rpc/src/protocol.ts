@@ -237,6 +237,7 @@ export const Proc = {
   STORAGE_VOL_DELETE: 94,
   STORAGE_VOL_LOOKUP_BY_NAME: 95,
   STORAGE_VOL_GET_INFO: 98,
+  STORAGE_VOL_GET_XML_DESC: 99,
   STORAGE_VOL_GET_PATH: 100,
   CONNECT_GET_LIB_VERSION: 157,
   STORAGE_VOL_UPLOAD: 208,
@@ -247,6 +248,7 @@ export const Proc = {
   DOMAIN_SET_METADATA: 264,
   DOMAIN_GET_METADATA: 265,
   CONNECT_LIST_ALL_DOMAINS: 273,
+  STORAGE_POOL_LIST_ALL_VOLUMES: 282,
   DOMAIN_DEFINE_XML_FLAGS: 350,
   DOMAIN_INTERFACE_ADDRESSES: 353,
 } as const;
@@ -485,6 +487,17 @@ export const procedures = {
     }),
     fields<{ xml: string }>('remote_storage_pool_get_xml_desc_ret', { xml: nonnullString }),
   ),
+  storagePoolListAllVolumes: proc(
+    'STORAGE_POOL_LIST_ALL_VOLUMES',
+    fields<{ pool: StoragePool; needResults: number; flags: number }>(
+      'remote_storage_pool_list_all_volumes_args',
+      { pool, needResults: int, flags },
+    ),
+    fields<{ vols: StorageVol[]; ret: number }>('remote_storage_pool_list_all_volumes_ret', {
+      vols: array(vol, 16384),
+      ret: uint,
+    }),
+  ),
   storageVolLookupByName: proc(
     'STORAGE_VOL_LOOKUP_BY_NAME',
     fields<{ pool: StoragePool; name: string }>('remote_storage_vol_lookup_by_name_args', {
@@ -514,6 +527,14 @@ export const procedures = {
       capacity: uhyperNumber,
       allocation: uhyperNumber,
     }),
+  ),
+  storageVolGetXmlDesc: proc(
+    'STORAGE_VOL_GET_XML_DESC',
+    fields<{ vol: StorageVol; flags: number }>('remote_storage_vol_get_xml_desc_args', {
+      vol,
+      flags,
+    }),
+    fields<{ xml: string }>('remote_storage_vol_get_xml_desc_ret', { xml: nonnullString }),
   ),
   storageVolDelete: proc(
     'STORAGE_VOL_DELETE',

@@ -243,6 +243,51 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
     ).rejects.toThrow();
   });
 
+  it('lists the volumes of a pool as virsh vol-list does', async () => {
+    const p = await qemu.storagePoolLookupByName(pool);
+    const made = await qemu.storageVolCreateXml(p, volXml('rpc-listed.img', 4096));
+    try {
+      const vols = await qemu.storagePoolListAllVolumes(p);
+      expect(vols).toContainEqual({ pool, name: 'rpc-listed.img', key: made.key });
+      // virsh vol-list: a header, a rule, then one "name  path" line per volume.
+      const oracle = [
+        ...(await daemon.virsh('qemu:///system', ['vol-list', pool])).matchAll(
+          /^\s*(\S+)\s+\/\S*$/gm,
+        ),
+      ].map((m) => m[1]);
+      expect(vols.map((v) => v.name).sort()).toEqual(oracle.sort());
+    } finally {
+      await qemu.storageVolDelete(made);
+    }
+  });
+
+  it('reads a qcow2 overlay volume as virsh vol-dumpxml does, backing store included', async () => {
+    const p = await qemu.storagePoolLookupByName(pool);
+    const base = await qemu.storageVolCreateXml(
+      p,
+      '<volume><name>rpc-base.qcow2</name><capacity unit="bytes">1048576</capacity><target><format type="qcow2"/></target></volume>',
+    );
+    const basePath = await qemu.storageVolGetPath(base);
+    const overlay = await qemu.storageVolCreateXml(
+      p,
+      `<volume><name>rpc-overlay.qcow2</name><capacity unit="bytes">2097152</capacity><target><format type="qcow2"/></target><backingStore><path>${basePath}</path><format type="qcow2"/></backingStore></volume>`,
+    );
+    try {
+      const xml = await qemu.storageVolGetXmlDesc(overlay);
+      expect(xml).toBe(
+        await daemon.virsh('qemu:///system', ['vol-dumpxml', 'rpc-overlay.qcow2', '--pool', pool]),
+      );
+      expect(xml).toContain(`<path>${basePath}</path>`);
+      expect(xml).toMatch(/<capacity unit='bytes'>2097152<\/capacity>/);
+      await qemu.storageVolDelete(overlay);
+      const gone = await qemu.storageVolGetXmlDesc(overlay).catch((e: unknown) => e);
+      expect(isLibvirtError(gone, ErrorCode.ERR_NO_STORAGE_VOL)).toBe(true);
+    } finally {
+      await qemu.storageVolDelete(overlay).catch(() => {});
+      await qemu.storageVolDelete(base);
+    }
+  });
+
   it('fails an upload and a download the daemon refuses and keeps the connection usable', async () => {
     const p = await qemu.storagePoolLookupByName(pool);
     const vol = await qemu.storageVolCreateXml(p, volXml('rpc-gone.img', 4096));

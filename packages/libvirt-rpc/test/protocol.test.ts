@@ -115,4 +115,29 @@ describe('packet framing', () => {
       ),
     );
   });
+
+  it('lays out STORAGE_POOL_LIST_ALL_VOLUMES as pool, need_results, flags and reads volume handles back', () => {
+    const p = procedures.storagePoolListAllVolumes;
+    expect(p.proc).toBe(282);
+    const uuid = Buffer.alloc(16, 0xab);
+    expect(encode(p.args, { pool: { name: 'p', uuid }, needResults: 1, flags: 0 })).toEqual(
+      hex(
+        '00000001 70000000' + // pool name "p"
+          'abababab abababab abababab abababab' + // pool uuid (16 opaque bytes)
+          '00000001' + // need_results 1
+          '00000000', // flags
+      ),
+    );
+    const reply = hex(
+      '00000001' + // one volume
+        '00000001 70000000' + // its pool "p"
+        '00000005 612e697a 6f000000' + // its name "a.izo"
+        '00000008 2f702f61 2e697a6f' + // its key "/p/a.izo"
+        '00000001', // ret: the count
+    );
+    expect(decode(p.ret, reply)).toEqual({
+      vols: [{ pool: 'p', name: 'a.izo', key: '/p/a.izo' }],
+      ret: 1,
+    });
+  });
 });

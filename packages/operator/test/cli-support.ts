@@ -94,9 +94,9 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?:
     /** The JSON log lines so far. */
     logs,
     kill: (sig: NodeJS.Signals) => child.kill(sig),
-    waitForLog: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 10_000) =>
+    waitForLog: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 60_000) =>
       waitIn(logs, pick, ms),
-    waitForStdout: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 10_000) =>
+    waitForStdout: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 60_000) =>
       waitIn(out, pick, ms),
   };
 }

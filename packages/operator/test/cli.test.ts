@@ -9,7 +9,9 @@ beforeAll(async () => {
 });
 afterAll(() => ws.dispose());
 
-describe('proxy-op CLI', () => {
+// Generous: a child process that loads the OpenTelemetry SDK and the providers can take many
+// seconds to print its first line on a loaded 2-core machine.
+describe('proxy-op CLI', { timeout: 90_000 }, () => {
   it('prints usage and exits 2 on an unknown command', async () => {
     const r = await runCli(['frobnicate']);
     expect(r.code).toBe(2);

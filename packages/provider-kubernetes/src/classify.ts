@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { type ErrorClass, type Operation, ProviderError, Reason } from '@proxy-op/contract';
+import {
+  type ErrorClass,
+  type Operation,
+  ProviderError,
+  Reason,
+  TLS_VERIFY_CODES,
+} from '@proxy-op/contract';
 import {
   CredentialsError,
   KubernetesApiError,
@@ -21,22 +27,6 @@ export const KubernetesReason = {
   /** A ResourceQuota leaves no room for a proxy Pod in the namespace: raise it or free room. */
   QuotaExceeded: 'QuotaExceeded',
 } as const;
-
-/** Node's and OpenSSL's codes for a certificate that does not verify. */
-export const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'HOSTNAME_MISMATCH',
-]);
 
 /**
  * The ResourceQuota admission plugin's refusal: `<resource> "<name>" is

@@ -29,6 +29,7 @@ import {
   type ProviderImplementation,
   parseMark,
   Reason,
+  raceAbort,
   requireOneOf,
   type ShellDeps,
   type State,
@@ -153,6 +154,8 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
   readonly #config: LocalConfig;
   readonly #seam: LocalSeam;
   readonly #allocation = new KeyedLock<string>();
+  /** Spawns under way, by instance name (they outlive a cancelled Create). */
+  readonly #spawning = new Map<string, Promise<number>>();
   readonly #log: Logger;
   readonly #clock: Clock;
 
@@ -381,10 +384,22 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
   async #ensureRunning(rec: InstanceRecord, ctx: OperationContext): Promise<void> {
     const { signal } = ctx;
     let current = rec;
+    const pending = this.#spawning.get(rec.name);
+    if (pending !== undefined) {
+      // A spawn of an earlier, cancelled attempt is still under way: let it land (it records
+      // its pid), then decide from what the state file says.
+      await raceAbort(
+        pending.catch(() => undefined),
+        signal,
+        ctx.provider,
+        ctx.op,
+      );
+      current = (await this.#seam.readState(rec.name, signal)) ?? rec;
+    }
     const running =
-      rec.phase === 'running' &&
-      rec.pid !== undefined &&
-      (await this.#seam.alive(rec.name, rec.pid, signal));
+      current.phase === 'running' &&
+      current.pid !== undefined &&
+      (await this.#seam.alive(current.name, current.pid, signal));
     if (!running) {
       const free =
         current.address !== undefined &&
@@ -410,7 +425,15 @@ export class LocalImplementation implements ProviderImplementation<LocalId> {
         current = { ...current, phase: 'starting', pid: undefined };
         await this.#seam.writeState(current, signal);
       }
-      const pid = await this.#seam.spawn(current, signal);
+      // The spawn is not cancelled: it records the pid whatever happens to this call, and a
+      // retry waits for it rather than start a second process for the same instance.
+      const spawning = this.#seam.spawn(current);
+      this.#spawning.set(current.name, spawning);
+      const forget = () => {
+        if (this.#spawning.get(rec.name) === spawning) this.#spawning.delete(rec.name);
+      };
+      spawning.then(forget, forget);
+      const pid = await raceAbort(spawning, signal, ctx.provider, ctx.op);
       current = { ...current, phase: 'running', pid };
     }
     await this.#waitAnswering(current, ctx);

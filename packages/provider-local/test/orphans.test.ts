@@ -81,3 +81,52 @@ describe('issue: two writes of one state file at once must both land', () => {
     expect((await seam.readState('proxy-twice'))?.name).toBe('proxy-twice');
   });
 });
+
+describe('issue: a retry while a cancelled spawn is still under way must not start a second process', () => {
+  it('waits for that spawn and adopts its process', async () => {
+    const config = await testConfig({ addressRange: '127.0.9.0/24' });
+    dirs.push(config.stateDir);
+    const real = createProcessSeam(config);
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const pids: number[] = [];
+    let holdNext = true;
+    const seam = {
+      ...real,
+      spawn: async (record: Parameters<typeof real.spawn>[0], signal?: AbortSignal) => {
+        if (holdNext) {
+          holdNext = false;
+          await held; // the spawn has reached the backend; it goes on whatever its caller does
+        }
+        const pid = await real.spawn(record, signal);
+        spawnedPids.add(pid);
+        pids.push(pid);
+        return pid;
+      },
+    };
+    const provider = await createProvider(providerModule, 'local-d', config, { seam });
+    const req = {
+      name: 'proxy-respawn',
+      namespace: 'default',
+      uid: 'uid-respawn',
+      port: 3128,
+      cloudInit: new Uint8Array(),
+      placement: {},
+    };
+    const ac = new AbortController();
+    const first = provider.create(req, { signal: ac.signal });
+    await eventually(() => !holdNext);
+    ac.abort();
+    expect(isTransient(await first.catch((e: unknown) => e))).toBe(true);
+    const retry = provider.create(req);
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    const id = await retry;
+    expect(pids, 'processes started for the instance').toHaveLength(1);
+    expect((await provider.get(id)).state).toBe('Running');
+    await provider.delete(id);
+    expect(exists(pids[0] as number)).toBe(false);
+  }, 30_000);
+});

@@ -10,6 +10,7 @@ import {
   type Operation,
   ProviderError,
   Reason,
+  tlsVerifyError,
 } from '@proxy-op/contract';
 import { ApiError, CaFileError, TokenFileError } from './api.js';
 
@@ -43,22 +44,6 @@ export class TaskTimeoutError extends Error {
   }
 }
 
-/** Node's and OpenSSL's codes for a certificate that does not verify. */
-export const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'HOSTNAME_MISMATCH',
-]);
-
 /** The whole message of a 500 for a VM whose config is gone (prefix and suffix). */
 const DOES_NOT_EXIST_RE = /^Configuration file '[^']*' does not exist$/;
 /** The 400 field error for a storage the cluster does not know. */
@@ -73,6 +58,19 @@ export const AGENT_NOT_CONFIGURED = 'No QEMU guest agent configured';
 /** True for the 500 that says a VM's config file does not exist. */
 export function isDoesNotExist(err: unknown): boolean {
   return err instanceof ApiError && err.status === 500 && DOES_NOT_EXIST_RE.test(err.apiMessage);
+}
+
+/** True for a text (a task's exit status) that says a VM's config file does not exist. */
+export function isDoesNotExistText(text: string): boolean {
+  return DOES_NOT_EXIST_RE.test(text);
+}
+
+/** The destroy's refusal of a VM that runs. */
+export const DESTROY_RUNNING_RE = /^VM \d+ is running - destroy failed$/;
+
+/** True for the 500 that refuses to destroy a VM that runs. */
+export function isDestroyRunning(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 500 && DESTROY_RUNNING_RE.test(err.apiMessage);
 }
 
 /** True for the clone's "config file already exists" answer. */
@@ -90,17 +88,6 @@ export function isNoSuchStorage(err: unknown): boolean {
 function codeOf(err: unknown): string | undefined {
   const c = (err as { code?: unknown } | null)?.code;
   return typeof c === 'string' ? c : undefined;
-}
-
-/** The first error in a cause chain whose code is a TLS verification failure. */
-export function tlsVerifyError(err: unknown): Error | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e !== undefined && e !== null; i++) {
-    const code = codeOf(e);
-    if (code !== undefined && TLS_VERIFY_CODES.has(code)) return e as Error;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 /**

@@ -30,6 +30,13 @@ const INSTRUMENTATION = '@proxy-op/provider-proxmox';
 export const CONNECT_TIMEOUT_MS = 10_000;
 /** Keep-alive connections per host. */
 export const CONNECTIONS_PER_HOST = 4;
+/**
+ * How long an idle connection is kept, in ms: under pveproxy's 5 s (it
+ * closes a connection idle that long, without saying so in a Keep-Alive
+ * header), so a request is never written to a connection the server is
+ * closing.
+ */
+export const KEEP_ALIVE_MS = 4_000;
 
 /** Options of {@link HttpProxmoxApi}. */
 export interface HttpApiOptions {
@@ -113,7 +120,8 @@ export class HttpProxmoxApi implements ProxmoxApi {
     const agent = new Agent({
       connections: CONNECTIONS_PER_HOST,
       allowH2: false,
-      keepAliveTimeout: 90_000,
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      keepAliveMaxTimeout: KEEP_ALIVE_MS,
       headersTimeout: requestTimeout,
       bodyTimeout: requestTimeout,
       connect: {
@@ -160,7 +168,7 @@ export class HttpProxmoxApi implements ProxmoxApi {
       throw unwrapFetchError(err);
     }
     const text = await res.text().catch((err: unknown) => {
-      throw unwrapFetchError(err);
+      throw unwrapBodyError(err);
     });
     if (res.status < 200 || res.status > 299) throw apiErrorFrom(res.status, res.statusText, text);
     let parsed: unknown;
@@ -301,7 +309,21 @@ function unwrapFetchError(err: unknown): unknown {
   return err;
 }
 
-function apiErrorFrom(status: number, reason: string, text: string): ApiError {
+/**
+ * A body that stopped short (`TypeError: terminated`) is a broken
+ * connection, not an unreadable answer: keep its cause.
+ */
+function unwrapBodyError(err: unknown): unknown {
+  if (err instanceof TypeError && err.cause !== undefined) return err.cause;
+  return err;
+}
+
+/**
+ * The {@link ApiError} for an answer other than 2xx: the status, the
+ * body's `message` without its newline (the reason phrase when there is no
+ * JSON body, and always for a 401), and a 400's field errors.
+ */
+export function apiErrorFrom(status: number, reason: string, text: string): ApiError {
   let message = reason.trim();
   let errors: Record<string, string> = {};
   // A 401 carries no body worth reading, and a careless proxy might echo the

@@ -191,8 +191,14 @@ async function allocate(
       continue;
     }
     await waitTask(rt, ctx, template.node, upid, rt.budgets.clone);
-    // The clone copies the template's config: no need to read it back.
-    return { node: plan.node, vmid, config: template.config };
+    // The clone copies the template's config, with a MAC of its own on each
+    // NIC: read it back only when net0 is to be rewritten.
+    const c = rt.config;
+    const config =
+      c.bridge !== undefined || c.vlanTag !== undefined
+        ? await rt.api.vmConfig({ node: plan.node, vmid }, ctx.signal)
+        : template.config;
+    return { node: plan.node, vmid, config };
   }
   throw ctx.transient(
     `no free VMID for ${r.name} after ${MAX_PROBES} probes in proxmox.vmidRange ${range.min}-${range.max}`,
@@ -217,10 +223,16 @@ async function ownership(
     if (entry === undefined || entry.type !== 'qemu' || entry.template === 1) {
       return { kind: 'foreign' };
     }
-    if (entry.name !== undefined && entry.name !== r.name) return { kind: 'foreign' };
+    // The lock is the config's own; the name is pvestatd's last report: none
+    // for a VM it has not seen, `VM <vmid>` for one without a name (a clone
+    // copying its disks, and for up to a round after). A clone in progress is
+    // waited for, whatever it is listed as; another VM's task lock is not
+    // (P2); a name not known from the listing is read from the config.
+    const listed = entry.name === `VM ${vmid}` ? undefined : entry.name;
     let waitFor: string | undefined;
-    if (isTaskLock(entry.lock)) waitFor = entry.lock;
-    else if (entry.name === undefined) waitFor = 'clone';
+    if (entry.lock === 'clone') waitFor = 'clone';
+    else if (listed !== undefined && listed !== r.name) return { kind: 'foreign' };
+    else if (isTaskLock(entry.lock)) waitFor = entry.lock;
     if (waitFor === undefined) {
       let config: VmConfig;
       try {
@@ -229,7 +241,9 @@ async function ownership(
         if (isDoesNotExist(err)) return { kind: 'foreign' };
         throw err;
       }
-      if (isTaskLock(config.lock)) waitFor = config.lock;
+      if (config.lock === 'clone' || (isTaskLock(config.lock) && config.name === r.name)) {
+        waitFor = config.lock;
+      } else if (isTaskLock(config.lock)) return { kind: 'foreign' };
       else return judge(rt, ctx, r, entry, config);
     }
     if (Date.now() >= deadline) {

@@ -6,7 +6,13 @@
  */
 import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
 import type { VmConfig } from './api.js';
-import { classify, isDoesNotExist } from './classify.js';
+import {
+  classify,
+  isDestroyRunning,
+  isDoesNotExist,
+  isDoesNotExistText,
+  TaskFailedError,
+} from './classify.js';
 import type { VmId } from './id.js';
 import { parseDescription } from './mark.js';
 import { errorFields, isMalformed, isTaskLock, type Runtime, seedVolid } from './runtime.js';
@@ -29,13 +35,8 @@ export async function deleteVm(rt: Runtime, id: VmId, ctx: DeleteContext): Promi
     return deleteSeedEverywhere(rt, ctx, name);
   }
   const suspended = entry.lock === 'suspended';
-  if (isTaskLock(entry.lock) || entry.name === undefined) {
-    throw ctx.transient(
-      `VM ${vmid} is locked (${entry.lock ?? 'clone'}); retry once its task ends`,
-    );
-  }
-  if (entry.status === 'unknown') {
-    throw ctx.transient(`VM ${vmid}'s node ${entry.node} does not answer`);
+  if (isTaskLock(entry.lock)) {
+    throw ctx.transient(`VM ${vmid} is locked (${entry.lock}); retry once its task ends`);
   }
   const node = entry.node;
   let config: VmConfig;
@@ -59,30 +60,63 @@ export async function deleteVm(rt: Runtime, id: VmId, ctx: DeleteContext): Promi
   if (isTaskLock(config.lock)) {
     throw ctx.transient(`VM ${vmid} is locked (${config.lock}); retry once its task ends`);
   }
-  if (entry.status !== 'stopped' && !suspended) {
-    let upid: string | undefined;
-    try {
-      upid = await api.stop({ node, vmid }, ctx.signal);
-    } catch (err) {
-      if (!isDoesNotExist(err)) throw err;
-    }
-    if (upid === undefined) return deleteSeedEverywhere(rt, ctx, name);
-    await waitTask(rt, ctx, node, upid, rt.budgets.stop);
+  const ref = { node, vmid };
+  // The listed status is pvestatd's last round: `unknown` for a VM it has
+  // not seen yet (then status/current says), and up to ten seconds old
+  // otherwise (a stale `stopped` shows when the destroy refuses a VM that
+  // runs, and the VM is stopped then).
+  let running = !suspended && entry.status !== 'stopped';
+  if (!suspended && entry.status === 'unknown') {
+    running = (await api.vmStatus(ref, ctx.signal)).status !== 'stopped';
   }
+  if (running) await stop(rt, ctx, ref);
   const storage = rt.config.isoStorage;
   const seed = await api.deleteVolume(
     { node, storage, volid: seedVolid(storage, name) },
     ctx.signal,
   );
   await waitTask(rt, ctx, node, seed, rt.budgets.seedDelete);
-  let destroy: string | undefined;
-  try {
-    destroy = await api.destroy({ node, vmid }, ctx.signal);
-  } catch (err) {
-    if (!isDoesNotExist(err)) throw err;
+  let destroyed = await destroy(rt, ctx, ref);
+  if (destroyed === 'running') {
+    await stop(rt, ctx, ref);
+    destroyed = await destroy(rt, ctx, ref);
   }
-  if (destroy !== undefined) await waitTask(rt, ctx, node, destroy, rt.budgets.destroy);
-  rt.log.debug({ ...fields, node, destroyed: destroy !== undefined }, 'proxmox vm deleted');
+  rt.log.debug({ ...fields, node, destroyed: destroyed === 'destroyed' }, 'proxmox vm deleted');
+}
+
+/** Stops the VM and waits for the task. */
+async function stop(rt: Runtime, ctx: DeleteContext, ref: { node: string; vmid: number }) {
+  const upid = await rt.api.stop(ref, ctx.signal);
+  await waitTask(rt, ctx, ref.node, upid, rt.budgets.stop);
+}
+
+/**
+ * Destroys the VM with its disks and its place in backup and replication
+ * jobs, and waits for the task. `gone` when it was gone already, or when
+ * another destroy (an earlier Delete cut off on our side but carried out
+ * by Proxmox) removed it while this one waited for the VM's lock;
+ * `running` when Proxmox refuses it because the VM runs.
+ */
+async function destroy(
+  rt: Runtime,
+  ctx: DeleteContext,
+  ref: { node: string; vmid: number },
+): Promise<'destroyed' | 'gone' | 'running'> {
+  let upid: string;
+  try {
+    upid = await rt.api.destroy(ref, ctx.signal);
+  } catch (err) {
+    if (isDoesNotExist(err)) return 'gone';
+    if (isDestroyRunning(err)) return 'running';
+    throw err;
+  }
+  try {
+    await waitTask(rt, ctx, ref.node, upid, rt.budgets.destroy);
+  } catch (err) {
+    if (err instanceof TaskFailedError && isDoesNotExistText(err.exitstatus)) return 'gone';
+    throw err;
+  }
+  return 'destroyed';
 }
 
 /**

@@ -10,7 +10,7 @@ import { ApiError, type VmConfig } from './api.js';
 import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, isDoesNotExist } from './classify.js';
 import { formatId, type VmId } from './id.js';
 import { parseDescription } from './mark.js';
-import { isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import { agentEnabled, isTaskLock, type Runtime, seedVolid } from './runtime.js';
 
 /** Reads the VM at the ID; NotFound when it is gone, another VM, or carries no mark. */
 export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise<Instance> {
@@ -19,11 +19,12 @@ export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise
   if (entry === undefined || entry.type !== 'qemu') {
     throw ctx.notFound(`VM ${vmid} does not exist`);
   }
-  if (isTaskLock(entry.lock) || entry.name === undefined) {
-    throw ctx.transient(`VM ${vmid} is locked (${entry.lock ?? 'clone'})`);
-  }
-  if (entry.status === 'unknown') {
-    throw ctx.transient(`VM ${vmid} has status unknown (its node ${entry.node} does not answer)`);
+  // The lock comes from the config as it is now; the listed name and status
+  // come from pvestatd's last round (nameless and `unknown` for a VM it has
+  // not seen yet), so they decide nothing here: the config and
+  // status/current do.
+  if (isTaskLock(entry.lock)) {
+    throw ctx.transient(`VM ${vmid} is locked (${entry.lock})`);
   }
   let config: VmConfig;
   try {
@@ -54,6 +55,12 @@ export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise
   }
   const st = await rt.api.vmStatus({ node: entry.node, vmid }, ctx.signal);
   const state = mapStatus(st.status, st.qmpstatus);
+  if (state === 'agent' && !agentEnabled(config.agent)) {
+    // No agent, or one switched off (`agent: 0`, which the agent call answers
+    // as "not running" forever): this VM can never report an address.
+    rt.log.debug({ ...fields, agent: config.agent ?? 'none' }, 'proxmox vm without guest agent');
+    return { ...base, state: 'Stopped' };
+  }
   if (state === 'Stopped' && st.status === 'stopped' && !seedAttached(rt, config, name)) {
     // Cloned but not yet given its seed: a Create has not got as far as the start.
     return { ...base, state: 'Provisioning' };

@@ -22,12 +22,15 @@ export async function list(
   ctx: OperationContext,
 ): Promise<Instance[]> {
   const resources = await rt.api.clusterResources(ctx.signal);
+  // Tags come from the config as it is now, the name from pvestatd's last
+  // round (none yet for a VM seconds old); a clone in progress is skipped:
+  // its Create is live.
   const candidates = resources.filter(
     (e) =>
       e.type === 'qemu' &&
       e.template !== 1 &&
-      e.name !== undefined &&
-      (hasProxyTag(e.tags) || e.name.startsWith('proxy-')),
+      e.lock !== 'clone' &&
+      (hasProxyTag(e.tags) || (e.name ?? '').startsWith('proxy-')),
   );
   const out: Instance[] = [];
   let unmarked = 0;
@@ -44,13 +47,13 @@ export async function list(
       continue;
     }
     const mark = parseDescription(config.description);
-    if (mark === undefined) {
+    if (mark === undefined || config.name === undefined) {
       unmarked++;
       continue;
     }
     if (!belongsTo(mark, installation)) continue;
     out.push({
-      id: formatId({ vmid: e.vmid, name: config.name ?? (e.name as string) }),
+      id: formatId({ vmid: e.vmid, name: config.name }),
       uid: mark.uid,
       createdAt: mark.createdAt,
       installation: mark.installation,

@@ -25,6 +25,18 @@ export function isTaskLock(lock: string | undefined): boolean {
   return lock !== undefined && lock !== '' && lock !== 'suspended';
 }
 
+/**
+ * Whether a config's `agent` value turns the guest agent on: `1`, or
+ * `enabled=1` among other options. Absent or `0`, QEMU runs without the
+ * agent's channel and no address can ever be read.
+ */
+export function agentEnabled(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const first = value.split(',')[0] ?? '';
+  const enabled = first.includes('=') ? /(?:^|,)enabled=([^,]*)/.exec(value)?.[1] : first;
+  return enabled === '1';
+}
+
 /** The seed ISO's file name for an instance. */
 export function seedName(name: string): string {
   return `${name}-seed.iso`;

@@ -17,6 +17,7 @@ import {
   TOKEN_LINE,
   TOKEN_SENTINEL,
 } from './support/fixture.js';
+import { fastTiming, type Timing } from './support/pve-model.js';
 
 const fixtures: ProxmoxFixture[] = [];
 const clients: HttpProxmoxApi[] = [];
@@ -25,12 +26,13 @@ afterEach(async () => {
   for (const f of fixtures.splice(0)) await f.cleanup?.();
 });
 
-async function setup(config: Record<string, unknown> = {}) {
+async function setup(config: Record<string, unknown> = {}, timing: Partial<Timing> = fastTiming()) {
   const logs = createLogSink();
   const spans = createSpanRecorder();
+  // Speed asked for explicitly unless a test passes a timing of its own.
   const fx = await createProxmoxFixture(
     { logger: logs.logger, tracer: spans.tracer },
-    { nodes: ['pv1-1'], config },
+    { nodes: ['pv1-1'], config, timing },
   );
   fixtures.push(fx);
   return { ...fx, logs, spans, p: fx.provider, m: fx.model };
@@ -82,7 +84,7 @@ describe('the HTTPS client', () => {
     expect(resources.find((r) => r.vmid === 9001)).toMatchObject({ template: 1, node: 'pv1-1' });
     expect(fx.fake!.requests).toEqual([
       'GET /api2/json/version',
-      'GET /api2/json/cluster/resources',
+      'GET /api2/json/cluster/resources?type=vm',
     ]);
   });
 
@@ -140,7 +142,7 @@ describe('the HTTPS client', () => {
     const c = client(fx);
     fx.model.acceptedToken = 'someone@pve!else=x';
     const e401 = (await failure(c.version())) as ApiError;
-    expect([e401.status, e401.apiMessage]).toEqual([401, 'authentication failure']);
+    expect([e401.status, e401.apiMessage]).toEqual([401, 'Authentication failed!']);
     fx.model.acceptedToken = TOKEN_LINE;
     fx.model.forbidden.set('clone', '/vms/100123, VM.Clone');
     const e403 = (await failure(
@@ -156,7 +158,10 @@ describe('the HTTPS client', () => {
     const e595 = (await failure(c.nodeStatus({ node: 'pv1-1' }))) as ApiError;
     expect(e595.status).toBe(595);
     const unknownNode = (await failure(c.vmConfig({ node: 'pv1-9', vmid: 4242 }))) as ApiError;
-    expect(unknownNode.status).toBe(595);
+    expect([unknownNode.status, unknownNode.apiMessage]).toEqual([
+      500,
+      "no such cluster node 'pv1-9'",
+    ]);
     fx.model.unreachableNodes.clear();
     const gone = (await failure(c.vmConfig({ node: 'pv1-1', vmid: 4242 }))) as ApiError;
     expect([gone.status, gone.apiMessage]).toEqual([
@@ -446,20 +451,87 @@ describe('the provider over HTTPS', () => {
     expect(Buffer.from(iso).includes(Buffer.from(req.cloudInit))).toBe(true);
   });
 
-  it('API calls per operation over the wire match the seam counts', async () => {
-    const { p, fake } = await setup();
-    const before = fake!.requests.length;
+  it('Create makes a full clone: the VM keeps nothing linked to its template', async () => {
+    const { p, m } = await setup();
     const id = await p.create(request());
-    const create = fake!.requests.length - before;
-    const g = fake!.requests.length;
-    await p.get(id);
-    expect(fake!.requests.slice(g)).toEqual([
-      'GET /api2/json/cluster/resources',
-      `GET /api2/json/nodes/pv1-1/qemu/${id.split('/')[1]}/config`,
-      `GET /api2/json/nodes/pv1-1/qemu/${id.split('/')[1]}/status/current`,
-      `GET /api2/json/nodes/pv1-1/qemu/${id.split('/')[1]}/agent/network-get-interfaces`,
+    const vmid = Number(id.split('/')[1]);
+    expect(m.vm(vmid)?.config.scsi0).toBe(`local-lvm:vm-${vmid}-disk-0,size=3G`);
+    expect([...m.volumes.keys()].sort()).toEqual([
+      'local-lvm:base-9001-disk-0',
+      `local-lvm:vm-${vmid}-disk-0`,
     ]);
-    expect(create).toBe(10);
+  });
+
+  it('Delete leaves nothing of the VMID: disks its config does not name, its place in backup jobs', async () => {
+    const { p, m } = await setup();
+    const id = await p.create(request());
+    const vmid = Number(id.split('/')[1]);
+    // A disk of the VMID the config does not name (an interrupted disk move),
+    // and the VMID in a backup job an admin made.
+    const orphan = m.addOrphanDisk(vmid);
+    m.backupJobs.set('nightly', new Set([vmid, 9001]));
+    await p.delete(id);
+    expect(m.volumes.has(orphan)).toBe(false);
+    expect([...(m.backupJobs.get('nightly') ?? [])]).toEqual([9001]);
+    expect(m.secondaryCount()).toBe(0);
+  });
+
+  it('API calls per operation over the wire: every request line, query strings included', async () => {
+    const { p, fake, m } = await setup();
+    const lines = async (fn: () => Promise<unknown>) => {
+      const before = fake!.requests.length;
+      await fn();
+      // UPIDs vary: name the task by its type.
+      return fake!.requests
+        .slice(before)
+        .map((r) =>
+          r.replace(
+            /tasks\/([^/]+)\/status/,
+            (_m, u: string) => `tasks/<${decodeURIComponent(u).split(':')[5]}>/status`,
+          ),
+        );
+    };
+    const req = request();
+    let id = '';
+    const create = await lines(async () => {
+      id = await p.create(req);
+    });
+    const vmid = id.split('/')[1];
+    const vm = `/api2/json/nodes/pv1-1/qemu/${vmid}`;
+    const seed = `proxy-seeds%3Aiso%2F${req.name}-seed.iso`;
+    expect(create).toEqual([
+      'GET /api2/json/cluster/resources?type=vm',
+      'GET /api2/json/nodes/pv1-1/qemu/9001/config',
+      'POST /api2/json/nodes/pv1-1/qemu/9001/clone',
+      'GET /api2/json/nodes/pv1-1/tasks/<qmclone>/status',
+      'POST /api2/json/nodes/pv1-1/storage/proxy-seeds/upload',
+      'GET /api2/json/nodes/pv1-1/tasks/<imgcopy>/status',
+      `PUT ${vm}/config`,
+      `POST ${vm}/status/start`,
+      'GET /api2/json/nodes/pv1-1/tasks/<qmstart>/status',
+      `GET ${vm}/status/current`,
+    ]);
+    expect(await lines(() => p.get(id))).toEqual([
+      'GET /api2/json/cluster/resources?type=vm',
+      `GET ${vm}/config`,
+      `GET ${vm}/status/current`,
+      `GET ${vm}/agent/network-get-interfaces`,
+    ]);
+    expect(await lines(() => p.listByTag())).toEqual([
+      'GET /api2/json/cluster/resources?type=vm',
+      `GET ${vm}/config`,
+    ]);
+    m.refreshStats(); // pvestatd has reported the VM running
+    expect(await lines(() => p.delete(id))).toEqual([
+      'GET /api2/json/cluster/resources?type=vm',
+      `GET ${vm}/config`,
+      `POST ${vm}/status/stop`,
+      'GET /api2/json/nodes/pv1-1/tasks/<qmstop>/status',
+      `DELETE /api2/json/nodes/pv1-1/storage/proxy-seeds/content/${seed}`,
+      'GET /api2/json/nodes/pv1-1/tasks/<imgdel>/status',
+      `DELETE ${vm}?purge=1&destroy-unreferenced-disks=1`,
+      'GET /api2/json/nodes/pv1-1/tasks/<qmdestroy>/status',
+    ]);
   });
 });
 

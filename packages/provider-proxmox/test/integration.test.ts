@@ -8,9 +8,10 @@ import {
   type Provider,
 } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
+import { Agent, fetch } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { HttpProxmoxApi } from '../src/client.js';
 import { parseId } from '../src/id.js';
+import { parseDescription } from '../src/mark.js';
 import { providerModule } from '../src/module.js';
 
 const env = process.env;
@@ -107,13 +108,47 @@ function tee(a: Logger, b: Logger): Logger {
   };
 }
 
+/** A GET of the PVE API with the test's token, for what the seam has no method for (storage content). */
+async function pveGet(path: string): Promise<unknown> {
+  const token = readFileSync(env.PROXMOX_TEST_TOKEN_FILE as string, 'utf8').trim();
+  const insecure = env.PROXMOX_TEST_INSECURE === '1' || env.PROXMOX_TEST_INSECURE === 'true';
+  const agent = new Agent({
+    connect: {
+      rejectUnauthorized: !insecure,
+      ...(env.PROXMOX_TEST_CA_FILE ? { ca: readFileSync(env.PROXMOX_TEST_CA_FILE, 'utf8') } : {}),
+    },
+  });
+  try {
+    const res = await fetch(new URL(`/api2/json${path}`, env.PROXMOX_TEST_URL), {
+      headers: { authorization: `PVEAPIToken=${token}` },
+      dispatcher: agent,
+    });
+    if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${res.statusText}`);
+    return ((await res.json()) as { data: unknown }).data;
+  } finally {
+    await agent.close();
+  }
+}
+
+/** The host's VMs with `name`, from the listing. */
+async function vmsNamed(name: string): Promise<{ vmid: number; name?: string }[]> {
+  const list = (await pveGet('/cluster/resources?type=vm')) as { vmid: number; name?: string }[];
+  return list.filter((e) => e.name === name);
+}
+
 describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
   it('Proxmox: Check reports the node ready on a real host', async () => {
     const p = await createProvider(providerModule, 'proxmox-test', config(), {});
     try {
       const [r] = await p.check!();
       expect(r?.reason, r?.message).toBe('Reachable');
+      expect(r?.details).toMatchObject({
+        isoStorage: env.PROXMOX_TEST_ISO_STORAGE,
+        templates: '1/1',
+        tokenID: expect.stringMatching(/^[^=]+@[^=]+![^=]+$/),
+      });
       expect(r?.details.pveVersion).toBeTruthy();
+      expect(r?.details.kernel).toBeTruthy();
     } finally {
       await p.close?.();
     }
@@ -130,6 +165,8 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
         logger,
         tracer: spans.tracer,
       });
+      // New returns without a request: every API call logs one line.
+      expect(logs.lines.filter((l) => l.msg === 'proxmox call')).toEqual([]);
       const name = `proxy-it-${Date.now().toString(36)}`;
       const req = {
         name,
@@ -139,16 +176,24 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
         cloudInit: new TextEncoder().encode(`#cloud-config\n# ${sentinel}\n`),
         placement: { machineType: 'small', image: 'test' },
       };
+      const node = env.PROXMOX_TEST_NODE as string;
+      const isoStorage = env.PROXMOX_TEST_ISO_STORAGE as string;
       try {
+        const before = Date.now();
         const id = await p.create(req);
+        const after = Date.now();
         const vmid = parseId(id)?.vmid ?? 0;
+        expect(id).toBe(`vms/${vmid}/${name}`);
         const range = (config().vmidRange ?? { min: 100_000, max: 199_999 }) as {
           min?: number;
           max?: number;
         };
         expect(vmid).toBeGreaterThanOrEqual(range.min ?? 100_000);
         expect(vmid).toBeLessThanOrEqual(range.max ?? 199_999);
+        // A second Create returns the same ID and makes no VM.
+        const count = ((await pveGet('/cluster/resources?type=vm')) as unknown[]).length;
         expect(await p.create(req)).toBe(id);
+        expect(((await pveGet('/cluster/resources?type=vm')) as unknown[]).length).toBe(count);
         const deadline = Date.now() + timeoutMs / 2;
         let inst = await p.get(id);
         while (inst.state !== 'Running' && Date.now() < deadline) {
@@ -157,24 +202,33 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
         }
         expect(inst.state).toBe('Running');
         expect(inst.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        // UID and CreatedAt as Create wrote them in the description.
         expect(inst.uid).toBe(req.uid);
+        const written = parseDescription(
+          ((await pveGet(`/nodes/${node}/qemu/${vmid}/config`)) as { description?: string })
+            .description,
+        );
+        expect(written?.uid).toBe(req.uid);
+        expect(inst.createdAt.toISOString()).toBe(written?.createdAt.toISOString());
+        expect(inst.createdAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+        expect(inst.createdAt.getTime()).toBeLessThanOrEqual(after);
         expect((await p.listByTag()).map((i) => i.id)).toContain(id);
         if (env.PROXMOX_TEST_KEEP === '1') return;
         await p.delete(id);
         expect(isNotFound(await p.get(id).catch((e: unknown) => e))).toBe(true);
         await p.delete(id);
-        const raw = new HttpProxmoxApi({
-          url: env.PROXMOX_TEST_URL as string,
-          tokenFile: env.PROXMOX_TEST_TOKEN_FILE as string,
-          caFile: env.PROXMOX_TEST_CA_FILE || undefined,
-          insecureSkipTLSVerify:
-            env.PROXMOX_TEST_INSECURE === '1' || env.PROXMOX_TEST_INSECURE === 'true',
-          requestTimeoutMs: 30_000,
-        });
-        try {
-          expect((await raw.clusterResources()).filter((e) => e.name === name)).toEqual([]);
-        } finally {
-          await raw.close();
+        // Nothing left: no VM with the name, no seed, no disk of the VMID.
+        expect(await vmsNamed(name)).toEqual([]);
+        const isos = (await pveGet(`/nodes/${node}/storage/${isoStorage}/content?content=iso`)) as {
+          volid: string;
+        }[];
+        expect(isos.map((v) => v.volid)).not.toContain(`${isoStorage}:iso/${name}-seed.iso`);
+        const storages = (await pveGet(`/nodes/${node}/storage?content=images&enabled=1`)) as {
+          storage: string;
+        }[];
+        for (const { storage } of storages) {
+          const disks = await pveGet(`/nodes/${node}/storage/${storage}/content?vmid=${vmid}`);
+          expect(disks, `disks of ${vmid} on ${storage}`).toEqual([]);
         }
         expect(spans.text()).not.toContain(sentinel);
         expect(logs.text()).not.toContain(sentinel);
@@ -191,6 +245,9 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
                 s.parentSpanContext?.spanId === create?.spanContext().spanId,
             ),
         ).toBe(true);
+        for (const s of spans.spans()) {
+          expect(JSON.stringify(s.attributes), s.name).not.toContain(sentinel);
+        }
       } catch (err) {
         console.error('lifecycle failed:', errorClassOf(err), (err as Error).message);
         throw err;

@@ -1,6 +1,6 @@
 // Peer: the seam fake (FakeApi over the in-memory PVE model), no HTTP.
 import { rmSync, writeFileSync } from 'node:fs';
-import { errorClassOf, type Instance, type Provider } from '@proxy-op/contract';
+import { errorClassOf, type Provider } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_METHODS, ApiError } from '../src/api.js';
@@ -9,12 +9,14 @@ import { decorateApi } from '../src/seam.js';
 import { vmidFor } from '../src/vmid.js';
 import {
   createProxmoxFixture,
+  errorOfAnswer,
   type FixtureOptions,
   idOf,
   type ProxmoxFixture,
   TEMPLATE_VMID,
   vmOf,
 } from './support/fixture.js';
+import { fastTiming } from './support/pve-model.js';
 
 const RANGE = { min: 100_000, max: 199_999 };
 /** The calls of Create for a new VM, with tasks that end by their first status poll. */
@@ -38,9 +40,11 @@ afterEach(async () => {
 async function setup(opts: FixtureOptions = {}) {
   const logs = createLogSink();
   const spans = createSpanRecorder();
+  // Speed asked for explicitly: tasks end by their first status poll, the
+  // guest agent answers as soon as the VM runs. Tests of timing pass their own.
   const fx = await createProxmoxFixture(
     { logger: logs.logger, tracer: spans.tracer },
-    { peer: 'seam', nodes: ['pv1-1'], ...opts },
+    { peer: 'seam', nodes: ['pv1-1'], timing: fastTiming(), ...opts },
   );
   fixtures.push(fx);
   return { ...fx, logs, spans, p: fx.provider, m: fx.model };
@@ -84,7 +88,7 @@ describe('Create', () => {
 
   it('Create: returns only when the VM is running', async () => {
     const { p, m } = await setup();
-    m.taskMs = 20;
+    m.setTiming(fastTiming(20));
     const id = await p.create(request());
     const vm = vmOf(m, id);
     expect(vm.status).toBe('running');
@@ -180,7 +184,6 @@ describe('Create', () => {
     const { p, m } = await setup();
     const tpl = m.vms.get(TEMPLATE_VMID)!;
     delete tpl.config.template;
-    tpl.template = false;
     const err = await failure(p.create(request()));
     expect(errorClassOf(err)).toBe('Permanent');
     expect(err.message).toContain('not a template');
@@ -230,7 +233,7 @@ describe('Create', () => {
 
   it('Create: waits for the resize task', async () => {
     const { p, m } = await setup();
-    m.taskMs = 30;
+    m.setTiming(fastTiming(30));
     const id = await p.create(request({ placement: { machineType: 'large', image: 'debian-13' } }));
     expect(vmOf(m, id).config.scsi0).toContain('size=8G');
     const i = m.calls.indexOf('resize');
@@ -256,10 +259,16 @@ describe('Create', () => {
     expect(err.message).toContain('shrinking disks is not supported');
   });
 
-  it('Create: appends the VLAN tag to net0 keeping the MAC and options', async () => {
+  it("Create: appends the VLAN tag to the clone's net0, keeping the clone's own MAC and the options", async () => {
     const { p, m } = await setup({ config: { vlanTag: 4 } });
-    const vm = vmOf(m, await p.create(request()));
-    expect(vm.config.net0).toBe('virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=4');
+    const vms = [vmOf(m, await p.create(request())), vmOf(m, await p.create(request()))];
+    const macs = vms.map((vm) => /^virtio=([0-9A-F:]{17}),/.exec(vm.config.net0 ?? '')?.[1]);
+    for (const [i, vm] of vms.entries()) {
+      expect(vm.config.net0).toBe(`virtio=${macs[i]},bridge=vmbr0,firewall=1,tag=4`);
+    }
+    // A clone gets a MAC of its own: writing the template's back would give every VM the same one.
+    expect(macs[0]).not.toBe('BC:24:11:00:00:01');
+    expect(macs[1]).not.toBe(macs[0]);
   });
 
   it('Create: counts a task ending in WARNINGS as success', async () => {
@@ -289,7 +298,7 @@ describe('Create', () => {
 
   it('Create: a start that an earlier, cut-off attempt left running is not a failure', async () => {
     const { p, m } = await setup();
-    m.taskMs = 60;
+    m.setTiming(fastTiming(60));
     const req = request();
     const held = m.holdNextTask('qmstart');
     const ac = new AbortController();
@@ -343,11 +352,18 @@ describe('Create', () => {
     expect(errorClassOf(err)).toBe('Permanent');
     expect(err.message).toContain('placement.zone');
     expect(m.calls).toEqual([]);
-    // A clone to the second node goes through the template's node with a target.
-    const id = await p.create(
-      request({ placement: { zone: 'pv1-2', machineType: 'small', image: 'debian-13' } }),
-    );
+    // A clone to the second node goes through the template's node with a
+    // target, which Proxmox refuses while the template's disks are local.
+    const onPv12 = { zone: 'pv1-2', machineType: 'small', image: 'debian-13' };
+    const local = await failure(p.create(request({ placement: onPv12 })));
+    expect(errorClassOf(local)).toBe('Transient');
+    expect(local.message).toContain("can't clone VM to node 'pv1-2' (VM uses local storage)");
+    for (const n of ['pv1-1', 'pv1-2']) m.storages.get(`${n}/local-lvm`)!.shared = 1;
+    const id = await p.create(request({ placement: onPv12 }));
     expect(vmOf(m, id).node).toBe('pv1-2');
+    expect(m.requests.find((r) => r.startsWith('POST') && r.endsWith('/clone'))).toBe(
+      `POST /api2/json/nodes/pv1-1/qemu/${TEMPLATE_VMID}/clone`,
+    );
   });
 });
 
@@ -379,7 +395,7 @@ describe('Get', () => {
   it('Get: running without an IPv4 is Provisioning', async () => {
     const { p, m } = await setup();
     const id = await p.create(request());
-    vmOf(m, id).agent = 'no-ipv4';
+    vmOf(m, id).guestNet = 'no-ipv4';
     const inst = await p.get(id);
     expect(inst.state).toBe('Provisioning');
     expect(inst.ip).toBeUndefined();
@@ -431,10 +447,10 @@ describe('Get', () => {
     expect(errorClassOf(await failure(p.get('vms/100500/proxy-x')))).toBe('Transient');
   });
 
-  it('Get: status unknown in the listing is Transient', async () => {
+  it('Get: a VM whose node does not answer is Transient (listed unknown, its config 595)', async () => {
     const { p, m } = await setup();
     const id = await p.create(request());
-    vmOf(m, id).unknown = true;
+    m.unreachableNodes.add('pv1-1');
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
   });
 
@@ -462,32 +478,88 @@ describe('Get', () => {
     expect(errorClassOf(await failure(p.get(id)))).toBe('NotFound');
   });
 
-  it('Get: the agent answers table', async () => {
+  it('Get: the agent answers table, as qemu-server answers', async () => {
     const { p, m } = await setup();
     const id = await p.create(request());
     const vm = vmOf(m, id);
-    const rows: [string, Partial<Instance> | 'Transient'][] = [];
-    vm.agent = 'ip';
-    rows.push(['200 with a routable IPv4', await p.get(id)]);
-    vm.agent = 'no-ipv4';
-    rows.push(['200 without one', await p.get(id)]);
-    vm.agent = 'not-running';
-    rows.push(['500 QEMU guest agent is not running', await p.get(id)]);
-    vm.agent = 'not-configured';
-    rows.push(['500 No QEMU guest agent configured', await p.get(id)]);
-    expect(rows.map(([k, v]) => [k, v === 'Transient' ? v : v.state])).toEqual([
-      ['200 with a routable IPv4', 'Running'],
-      ['200 without one', 'Provisioning'],
-      ['500 QEMU guest agent is not running', 'Provisioning'],
-      ['500 No QEMU guest agent configured', 'Stopped'],
-    ]);
-    // VM stopped between the status read and the agent call.
-    vm.agent = 'ip';
+    const rows: [string, () => void | Promise<void>, string][] = [
+      ['200 with a routable IPv4', () => {}, 'Running'],
+      [
+        '200 without one',
+        () => {
+          vm.guestNet = 'no-ipv4';
+        },
+        'Provisioning',
+      ],
+      [
+        '500 QEMU guest agent is not running',
+        () => {
+          vm.guestAgent = 'down';
+        },
+        'Provisioning',
+      ],
+      [
+        'still booting: QEMU guest agent is not running',
+        () => {
+          vm.guestAgent = 'up';
+          m.setTiming({ agentBootMs: 60_000 });
+        },
+        'Provisioning',
+      ],
+      [
+        'no agent key: No QEMU guest agent configured',
+        () => {
+          m.setTiming({ agentBootMs: 0 });
+          delete vm.config.agent;
+        },
+        'Stopped',
+      ],
+      [
+        'agent: 0 written while it runs (pending, shown by the config)',
+        async () => {
+          vm.config.agent = '1';
+          await fixtures[fixtures.length - 1]!.api!.setVmConfig({
+            node: vm.node,
+            vmid: vm.vmid,
+            params: { agent: '0' },
+          });
+        },
+        'Stopped',
+      ],
+    ];
+    const got: [string, string][] = [];
+    for (const [name, arrange, _want] of rows) {
+      await arrange();
+      got.push([name, (await p.get(id)).state as string]);
+    }
+    expect(got).toEqual(rows.map(([name, , want]) => [name, want]));
+    // The agent key absent or off, Get decides from the config: no agent call.
+    const before = m.calls.length;
+    await p.get(id);
+    expect(m.calls.slice(before)).not.toContain('agentNetworkInterfaces');
+    // VM stopped between the status read and the agent call; anything else.
     const { api } = fixtures[fixtures.length - 1]!;
-    api!.failNext.set('agentNetworkInterfaces', new ApiError(500, `VM ${vm.vmid} is not running`));
+    vm.pending = {};
+    vm.config.agent = '1';
+    api!.failNext.set('agentNetworkInterfaces', errorOfAnswer('error-500-vm-not-running'));
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
     api!.failNext.set('agentNetworkInterfaces', new ApiError(500, 'something else entirely'));
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
+  });
+
+  it('Get: a VM started with agent 0 is Stopped; the agent answers it as not running, as qemu-server does', async () => {
+    const { p, m, api } = await setup();
+    const id = await p.create(request());
+    const vm = vmOf(m, id);
+    const ref = { node: vm.node, vmid: vm.vmid };
+    await api!.stop(ref);
+    await m.settle();
+    await api!.setVmConfig({ ...ref, params: { agent: '0' } });
+    await api!.start(ref);
+    await m.settle();
+    const err = (await failure(api!.agentNetworkInterfaces(ref))) as ApiError;
+    expect([err.status, err.apiMessage]).toEqual([500, 'QEMU guest agent is not running']);
+    expect((await p.get(id)).state).toBe('Stopped');
   });
 
   it('Get: a VM of ours cloned but not yet given its seed is Provisioning, not Stopped', async () => {
@@ -706,9 +778,10 @@ describe('ListByTag', () => {
       vmid: 100_970,
       node: 'pv1-2',
       name: 'proxy-elsewhere',
-      config: { description: 'x' },
+      config: { description: 'x', tags: 'proxy_operator' },
     });
     m.addVm({ vmid: 100_971, lock: 'clone' }).name = undefined;
+    // pv1-2 down: its guests are listed unknown and nameless, with their tags.
     m.unreachableNodes.add('pv1-2');
     const before = m.calls.length;
     expect((await p.listByTag()).map((i) => i.id)).toEqual([id]);
@@ -957,12 +1030,17 @@ describe('API calls per operation', () => {
     const get = await count(() => p.get(id));
     for (let i = 0; i < 4; i++) await p.create(request());
     const list = await count(() => p.listByTag());
+    // Deleting a VM seconds old, before pvestatd has reported it: status/current says whether it runs.
+    const second = m.guests()[1]!;
+    const young = await count(() => p.delete(formatId({ vmid: second.vmid, name: second.name! })));
+    m.refreshStats(); // pvestatd's round: the listing knows the others run
     const del = await count(() => p.delete(id));
     const counts = {
       create: create.length,
       get: get.length,
       list: list.length,
       delete: del.length,
+      deleteYoung: young.length,
     };
     console.log(
       'API calls per operation (tasks finish at the first poll):',
@@ -972,6 +1050,8 @@ describe('API calls per operation', () => {
     expect(counts.get).toBeLessThanOrEqual(4);
     expect(create).toEqual(CREATE_CALLS);
     expect(counts.list).toBe(1 + 5);
+    expect(young.slice(0, 4)).toEqual(['clusterResources', 'vmConfig', 'vmStatus', 'stop']);
+    expect(counts.deleteYoung).toBe(counts.delete + 1);
     expect(del).toEqual([
       'clusterResources',
       'vmConfig',

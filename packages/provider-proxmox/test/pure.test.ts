@@ -3,12 +3,7 @@ import { ConfigError, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { readAnswer } from '../src/answers.js';
 import { API_METHODS } from '../src/api.js';
-import {
-  AGENT_NOT_CONFIGURED,
-  AGENT_NOT_RUNNING,
-  CONFIG_EXISTS_RE,
-  classify,
-} from '../src/classify.js';
+import { classify } from '../src/classify.js';
 import { configSchema } from '../src/config.js';
 import { bootDisk, cloudInitDrives, diskSizeBytes, rewriteNet0 } from '../src/disk.js';
 import { firstRoutableIPv4, mapStatus } from '../src/get.js';
@@ -17,7 +12,6 @@ import { formatDescription, parseDescription } from '../src/mark.js';
 import { profile, providerModule } from '../src/module.js';
 import { fnv1a64, vmidFor } from '../src/vmid.js';
 import { CLASSIFY_CASES } from './support/fixture.js';
-import { type PveError, PveModel } from './support/pve-model.js';
 
 describe('IDs', () => {
   it('parseId: accepts exactly vms/<vmid>/<name>', () => {
@@ -256,43 +250,5 @@ describe('classify', () => {
   it('classify: table', () => {
     for (const c of CLASSIFY_CASES) expect(classify(c.op, c.error), c.name).toBe(c.want);
     expect(classify('get', new Error('never seen'))).toBe('Transient');
-  });
-
-  it("the fake's wording holds to the messages PVE 9.2 sends", () => {
-    const model = new PveModel({ token: 'a@pve!b=c' });
-    const msg = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (e) {
-        return e as PveError;
-      }
-      throw new Error('no error');
-    };
-    model.addTemplate(9001);
-    model.addVm({ vmid: 100_100, name: 'x', status: 'stopped' });
-    expect(msg(() => model.vmConfig('pv1-1', 4242)).message).toBe(
-      "Configuration file 'nodes/pv1-1/qemu-server/4242.conf' does not exist",
-    );
-    expect(msg(() => model.clone('pv1-1', 9001, { newid: '100100', name: 'y' })).message).toMatch(
-      CONFIG_EXISTS_RE,
-    );
-    model.vms.get(100_100)!.lock = 'clone';
-    expect(msg(() => model.setVmConfig('pv1-1', 100_100, {})).message).toBe('VM is locked (clone)');
-    model.vms.get(100_100)!.lock = undefined;
-    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toMatch(
-      /^VM [0-9]+ is not running$/,
-    );
-    const vm = model.vms.get(100_100)!;
-    vm.status = 'running';
-    vm.agent = 'not-running';
-    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toBe(
-      AGENT_NOT_RUNNING,
-    );
-    vm.agent = 'not-configured';
-    expect(msg(() => model.agentNetworkInterfaces('pv1-1', 100_100)).message).toBe(
-      AGENT_NOT_CONFIGURED,
-    );
-    const missing = msg(() => model.storageStatus('pv1-1', 'nope'));
-    expect([missing.status, missing.errors]).toEqual([400, { storage: 'No such storage.' }]);
   });
 });

@@ -66,7 +66,9 @@ for (const [file, { source, mutants }] of Object.entries(report.files)) {
   }
   rows.push({ file, total, killed, excluded, all: mutants.length });
 }
-console.log('behavioural mutation score (string literals, log-only lines and reviewed equivalents left out)');
+console.log(
+  'behavioural mutation score (string literals, log-only lines and reviewed equivalents left out)',
+);
 for (const r of rows) {
   const pct = r.total === 0 ? 100 : (100 * r.killed) / r.total;
   console.log(
@@ -76,7 +78,9 @@ for (const r of rows) {
 if (listSurvivors) {
   for (const { file, m } of survivors) {
     const at = `${file}:${m.location.start.line}:${m.location.start.column}`;
-    console.log(`${m.status.padEnd(10)} ${at} ${m.mutatorName} -> ${JSON.stringify(m.replacement)}`);
+    console.log(
+      `${m.status.padEnd(10)} ${at} ${m.mutatorName} -> ${JSON.stringify(m.replacement)}`,
+    );
   }
 }
 for (const e of unusedEquivalents) {

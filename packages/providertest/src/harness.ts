@@ -132,6 +132,14 @@ export interface BackendHarness {
    */
   injectMalformed(): void;
   /**
+   * Makes the backend accept the next Create and then fail it, as a
+   * cloud's asynchronous operation does (for lack of quota, say): the
+   * instance never runs, and whatever the backend keeps of the failure is
+   * what Get has to report. Required when `profile.createReturn` is
+   * `submit`.
+   */
+  failNextCreateLater?(): Promise<void> | void;
+  /**
    * Makes the backend refuse new instances for lack of capacity (quota,
    * space, addresses). Required when `profile.quota` is `detected`.
    */

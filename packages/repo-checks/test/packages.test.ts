@@ -98,6 +98,7 @@ describe('packed into a project outside the repo', () => {
 
   beforeAll(async () => {
     project = await packIntoProject({
+      timeoutMs: 840_000,
       packageDirs: published.map((p) => join(root, 'packages', p.dir)),
       dependencies: {
         '@opentelemetry/api': '1.10.0',
@@ -128,7 +129,7 @@ describe('packed into a project outside the repo', () => {
         }),
       },
     });
-  }, 300_000);
+  }, 900_000); // a dozen tarballs and their registry dependencies: minutes on a loaded machine
 
   afterAll(async () => {
     await project?.dispose();

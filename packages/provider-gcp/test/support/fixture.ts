@@ -188,6 +188,9 @@ export async function createGcpFixture(
         times: Number.POSITIVE_INFINITY,
       };
     },
+    failNextCreateLater: () => {
+      double.insertFailure = { failure: quotaFailure('us-central1'), when: 'later', times: 1 };
+    },
     isolatePart: async (id) => {
       const z = key(id).split('/')[0] as string;
       double.isolated.add(z);

@@ -170,7 +170,14 @@ export async function createKubeFixture(
   const server = await KubeTestServer.start();
   const front = await ApiFront.start(server.url, server.caCert);
   const kubelet = new Kubelet(server);
-  front.onPodCreated = (ns, name) => kubelet.schedule(ns, name);
+  let failNext = false;
+  front.onPodCreated = async (ns, name) => {
+    await kubelet.schedule(ns, name);
+    if (!failNext) return;
+    failNext = false;
+    // The kubelet refuses the Pod once it was accepted (admission on the node: out of CPU).
+    await kubelet.setPhase(ns, name, 'Failed');
+  };
   await ensureNamespace(server, OPERATOR_NAMESPACE);
   await grantProviderRole(server, { namespace: OPERATOR_NAMESPACE, name: OPERATOR_ACCOUNT });
   const grantedToken = () => server.serviceAccountToken(OPERATOR_NAMESPACE, OPERATOR_ACCOUNT);
@@ -391,6 +398,9 @@ export async function createKubeFixture(
       await writeFile(tokenFile, `${grantedToken()}\n`);
     },
     settle: () => kubelet.settle(),
+    failNextCreateLater: () => {
+      failNext = true;
+    },
   };
   return {
     provider,

@@ -1,26 +1,33 @@
-// The seam fake: the provider's ProxmoxApi implemented directly over the
-// in-memory PVE model, for unit tests without HTTP. Failures become the same
-// ApiError the HTTPS client produces, and answers are read by the same
-// readers (src/answers.ts).
+// The seam fake: the provider's ProxmoxApi over the in-memory PVE model,
+// for unit tests without HTTP. Each method makes the request the HTTPS
+// client makes (method, path, parameters) and has it served by the same API
+// table (pve-api.ts) the HTTPS fake uses; a failure becomes the ApiError the
+// client's own parser makes of pveproxy's answer, and an answer is read by
+// the client's readers (src/answers.ts).
 import { setTimeout as delay } from 'node:timers/promises';
 import { abortable } from '@proxy-op/providertest';
 import { readAnswer } from '../../src/answers.js';
-import {
-  type AgentInterface,
-  ApiError,
-  type CloneParams,
-  type ProxmoxApi,
-  type ResourceEntry,
-  type StorageStatus,
-  type TaskStatus,
-  type VmConfig,
-  type VmRef,
-  type VmStatus,
+import type {
+  AgentInterface,
+  CloneParams,
+  ProxmoxApi,
+  ResourceEntry,
+  StorageStatus,
+  TaskStatus,
+  VmConfig,
+  VmRef,
+  VmStatus,
 } from '../../src/api.js';
+import { apiErrorFrom } from '../../src/client.js';
+import { errorAnswer, serve } from './pve-api.js';
 import { type MalformedKind, PveError, type PveModel } from './pve-model.js';
 
 type Method = keyof ProxmoxApi;
 type Answer<M extends Method> = Awaited<ReturnType<ProxmoxApi[M]>>;
+type Params = Record<string, string>;
+
+const seg = encodeURIComponent;
+const vmPath = (r: VmRef) => `/nodes/${seg(r.node)}/qemu/${String(r.vmid)}`;
 
 export class FakeApi implements ProxmoxApi {
   /** One-shot failures by method name, thrown before the model is asked. */
@@ -34,21 +41,25 @@ export class FakeApi implements ProxmoxApi {
   }
 
   /**
-   * One call: it reaches the model at once (a held call waits at the
+   * One request: it reaches the model at once (a held call waits at the
    * model's gate) and is carried out even when the caller gives up; the
    * caller's promise rejects with the signal's reason as soon as it fires.
    */
   #run<M extends Method>(
     call: M,
-    node: string | undefined,
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
     signal: AbortSignal | undefined,
-    fn: () => unknown,
+    opts: { query?: Params; body?: Params; file?: { name: string; data: Uint8Array } } = {},
   ): Promise<Answer<M>> {
     signal?.throwIfAborted();
     const token = this.token;
+    const query = new URLSearchParams(opts.query ?? {}).toString();
+    const line = `${method} /api2/json${path}${query === '' ? '' : `?${query}`}`;
     const work = (async (): Promise<Answer<M>> => {
-      const ticket = await this.model.enter(call);
-      const ms = node === undefined ? 0 : (this.model.nodeDelay.get(node) ?? 0);
+      const ticket = await this.model.enter(call, line);
+      const node = /^\/nodes\/([^/]+)\//.exec(path)?.[1];
+      const ms = node === undefined ? 0 : (this.model.nodeDelay.get(decodeURIComponent(node)) ?? 0);
       if (ms > 0) await delay(ms);
       const injected = this.failNext.get(call);
       if (injected !== undefined) {
@@ -57,13 +68,25 @@ export class FakeApi implements ProxmoxApi {
       }
       let data: unknown;
       try {
-        this.model.authenticate(token);
-        data = JSON.parse(JSON.stringify(fn() ?? null)) as unknown;
+        const relPath = path
+          .split('/')
+          .map((c) => decodeURIComponent(c))
+          .join('/');
+        data = JSON.parse(
+          JSON.stringify(
+            (await serve(this.model, {
+              method,
+              relPath,
+              params: { ...opts.body, ...opts.query },
+              file: opts.file,
+              token,
+            })) ?? null,
+          ),
+        ) as unknown;
       } catch (err) {
         if (err instanceof PveError) {
-          // A 401's body is never read; the reason phrase is all the client keeps.
-          if (err.status === 401) throw new ApiError(401, 'authentication failure');
-          throw new ApiError(err.status, err.message, err.errors);
+          const a = errorAnswer(err);
+          throw apiErrorFrom(a.status, a.reason, a.body);
         }
         throw err;
       }
@@ -75,87 +98,108 @@ export class FakeApi implements ProxmoxApi {
   }
 
   version(signal?: AbortSignal) {
-    return this.#run('version', undefined, signal, () => this.model.version());
+    return this.#run('version', 'GET', '/version', signal);
   }
   nodeStatus(req: { node: string }, signal?: AbortSignal) {
-    return this.#run('nodeStatus', req.node, signal, () => this.model.nodeStatus(req.node));
+    return this.#run('nodeStatus', 'GET', `/nodes/${seg(req.node)}/status`, signal);
   }
   storageStatus(
     req: { node: string; storage: string },
     signal?: AbortSignal,
   ): Promise<StorageStatus> {
-    return this.#run('storageStatus', req.node, signal, () =>
-      this.model.storageStatus(req.node, req.storage),
+    return this.#run(
+      'storageStatus',
+      'GET',
+      `/nodes/${seg(req.node)}/storage/${seg(req.storage)}/status`,
+      signal,
     );
   }
   clusterResources(signal?: AbortSignal): Promise<ResourceEntry[]> {
-    return this.#run('clusterResources', undefined, signal, () => this.model.clusterResources());
+    return this.#run('clusterResources', 'GET', '/cluster/resources', signal, {
+      query: { type: 'vm' },
+    });
   }
   vmConfig(req: VmRef, signal?: AbortSignal): Promise<VmConfig> {
-    return this.#run('vmConfig', req.node, signal, () => this.model.vmConfig(req.node, req.vmid));
+    return this.#run('vmConfig', 'GET', `${vmPath(req)}/config`, signal);
   }
   async setVmConfig(
     req: VmRef & { params: Readonly<Record<string, string>> },
     signal?: AbortSignal,
   ) {
-    await this.#run('setVmConfig', req.node, signal, () =>
-      this.model.setVmConfig(req.node, req.vmid, { ...req.params }),
-    );
+    await this.#run('setVmConfig', 'PUT', `${vmPath(req)}/config`, signal, {
+      body: { ...req.params },
+    });
   }
   clone(req: CloneParams, signal?: AbortSignal): Promise<string> {
-    const p: Record<string, string> = {
+    const body: Params = {
       newid: String(req.newid),
       name: req.name,
       description: req.description,
       full: '1',
     };
-    if (req.storage !== undefined) p.storage = req.storage;
-    if (req.target !== undefined) p.target = req.target;
-    return this.#run('clone', req.node, signal, () => this.model.clone(req.node, req.vmid, p));
+    if (req.storage !== undefined) body.storage = req.storage;
+    if (req.target !== undefined) body.target = req.target;
+    return this.#run('clone', 'POST', `${vmPath(req)}/clone`, signal, { body });
   }
   resize(req: VmRef & { disk: string; size: string }, signal?: AbortSignal): Promise<string> {
-    return this.#run('resize', req.node, signal, () =>
-      this.model.resize(req.node, req.vmid, req.disk, req.size),
-    );
+    return this.#run('resize', 'PUT', `${vmPath(req)}/resize`, signal, {
+      body: { disk: req.disk, size: req.size },
+    });
   }
   start(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#run('start', req.node, signal, () => this.model.start(req.node, req.vmid));
+    return this.#run('start', 'POST', `${vmPath(req)}/status/start`, signal);
   }
   stop(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#run('stop', req.node, signal, () => this.model.stop(req.node, req.vmid));
+    return this.#run('stop', 'POST', `${vmPath(req)}/status/stop`, signal);
   }
   vmStatus(req: VmRef, signal?: AbortSignal): Promise<VmStatus> {
-    return this.#run('vmStatus', req.node, signal, () => this.model.vmStatus(req.node, req.vmid));
+    return this.#run('vmStatus', 'GET', `${vmPath(req)}/status/current`, signal);
   }
   destroy(req: VmRef, signal?: AbortSignal): Promise<string> {
-    return this.#run('destroy', req.node, signal, () =>
-      this.model.destroy(req.node, req.vmid, { unreferencedDisks: true }),
-    );
+    return this.#run('destroy', 'DELETE', vmPath(req), signal, {
+      query: { purge: '1', 'destroy-unreferenced-disks': '1' },
+    });
   }
   taskStatus(req: { node: string; upid: string }, signal?: AbortSignal): Promise<TaskStatus> {
-    return this.#run('taskStatus', req.node, signal, () =>
-      this.model.taskStatus(req.node, req.upid),
+    return this.#run(
+      'taskStatus',
+      'GET',
+      `/nodes/${seg(req.node)}/tasks/${seg(req.upid)}/status`,
+      signal,
     );
   }
   agentNetworkInterfaces(req: VmRef, signal?: AbortSignal): Promise<AgentInterface[]> {
-    return this.#run('agentNetworkInterfaces', req.node, signal, () =>
-      this.model.agentNetworkInterfaces(req.node, req.vmid),
+    return this.#run(
+      'agentNetworkInterfaces',
+      'GET',
+      `${vmPath(req)}/agent/network-get-interfaces`,
+      signal,
     );
   }
   uploadIso(
     req: { node: string; storage: string; filename: string; data: Uint8Array },
     signal?: AbortSignal,
   ): Promise<string> {
-    return this.#run('uploadIso', req.node, signal, () =>
-      this.model.uploadIso(req.node, req.storage, 'iso', req.filename, req.data),
+    return this.#run(
+      'uploadIso',
+      'POST',
+      `/nodes/${seg(req.node)}/storage/${seg(req.storage)}/upload`,
+      signal,
+      {
+        body: { content: 'iso', filename: req.filename },
+        file: { name: req.filename, data: req.data },
+      },
     );
   }
   deleteVolume(
     req: { node: string; storage: string; volid: string },
     signal?: AbortSignal,
   ): Promise<string> {
-    return this.#run('deleteVolume', req.node, signal, () =>
-      this.model.deleteVolume(req.node, req.storage, req.volid),
+    return this.#run(
+      'deleteVolume',
+      'DELETE',
+      `/nodes/${seg(req.node)}/storage/${seg(req.storage)}/content/${seg(req.volid)}`,
+      signal,
     );
   }
 }

@@ -3,23 +3,32 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createProvider, formatMarkTime, MarkKey, type Provider } from '@proxy-op/contract';
+import {
+  createProvider,
+  type ErrorClass,
+  formatMarkTime,
+  MarkKey,
+  type Operation,
+  type Provider,
+} from '@proxy-op/contract';
 import type {
   BackendHarness,
   ConformanceDeps,
   ConformanceFixture,
   PlantedMark,
 } from '@proxy-op/providertest';
-import { ApiError, CaFileError, TokenFileError } from '../../src/api.js';
+import { CaFileError, TokenFileError } from '../../src/api.js';
 import type { Budgets } from '../../src/budgets.js';
 import { classify, TaskFailedError } from '../../src/classify.js';
+import { apiErrorFrom } from '../../src/client.js';
 import { formatId, parseId } from '../../src/id.js';
 import { formatDescription } from '../../src/mark.js';
 import { providerModule } from '../../src/module.js';
 import { vmidFor } from '../../src/vmid.js';
+import { captured } from './answers.js';
 import { FakeApi } from './fake-api.js';
-import { type HttpsFake, startHttpsFake } from './https-fake.js';
-import { type ModelVm, PveModel } from './pve-model.js';
+import { type HttpsFake, type HttpsFakeOptions, startHttpsFake } from './https-fake.js';
+import { fastTiming, type ModelVm, PveModel, type Timing } from './pve-model.js';
 
 /** The secret part of the fixture's token: it must never leak. */
 export const TOKEN_SENTINEL = 'tok-SENTINEL-4e1c-proxmox-never-log-me';
@@ -49,8 +58,13 @@ export const CONFORMANCE_TASK_MS = 10;
 export interface FixtureOptions {
   /** `https` (default): undici over TLS to the HTTPS fake; `seam`: the seam fake. */
   readonly peer?: 'https' | 'seam';
-  /** How long the model's tasks run, in ms (default 0: done by their first status poll). */
-  readonly taskMs?: number;
+  /**
+   * How long things take on the double (default: a real host's pace, see
+   * REALISTIC_TIMING); `fastTiming(ms)` for tests that need speed.
+   */
+  readonly timing?: Partial<Timing>;
+  /** Options of the HTTPS fake. */
+  readonly https?: HttpsFakeOptions;
   readonly nodes?: string[];
   /** Extra config fields. */
   readonly config?: Record<string, unknown>;
@@ -96,28 +110,28 @@ function markText(mark: PlantedMark): string {
 
 /** The conformance suite's fixture: short tasks and a short per-call budget. */
 export function createConformanceFixture(
-  deps: ConformanceDeps,
+  deps: Partial<ConformanceDeps>,
   peer: 'https' | 'seam',
 ): Promise<ProxmoxFixture> {
   return createProxmoxFixture(deps, {
     peer,
-    taskMs: CONFORMANCE_TASK_MS,
+    timing: fastTiming(CONFORMANCE_TASK_MS),
     config: { requestTimeoutSeconds: CALL_BUDGET_MS / 1000 },
   });
 }
 
 export async function createProxmoxFixture(
-  deps: ConformanceDeps,
+  deps: Partial<ConformanceDeps>,
   opts: FixtureOptions = {},
 ): Promise<ProxmoxFixture> {
   const nodes = opts.nodes ?? NODES;
-  const model = new PveModel({ nodes, token: TOKEN_LINE, taskMs: opts.taskMs ?? 0 });
+  const model = new PveModel({ nodes, token: TOKEN_LINE, timing: opts.timing });
   model.addTemplate(TEMPLATE_VMID);
   const dir = mkdtempSync(join(tmpdir(), 'pve-fixture-'));
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, `${TOKEN_LINE}\n`);
   const peer = opts.peer ?? 'https';
-  const fake = peer === 'https' ? await startHttpsFake(model) : undefined;
+  const fake = peer === 'https' ? await startHttpsFake(model, opts.https) : undefined;
   const api = peer === 'seam' ? new FakeApi(model) : undefined;
   const config: Record<string, unknown> = {
     url: fake?.url ?? 'https://pve.invalid:8006',
@@ -151,7 +165,6 @@ export async function createProxmoxFixture(
       node: at?.node ?? (nodes[0] as string),
       name,
       status: 'running',
-      qmpstatus: 'running',
       config: {
         name,
         ...(description === undefined ? {} : { description }),
@@ -194,11 +207,15 @@ export async function createProxmoxFixture(
     secondaryCount: async () => model.secondaryCount(),
     setRunning: async (id, ip) => {
       const v = vm(id);
+      // Running for a while: the guest has booted and its agent answers.
       v.status = 'running';
       v.qmpstatus = 'running';
-      if (ip === undefined) v.agent = 'no-ipv4';
+      v.startedAt = Date.now() - model.timing.agentBootMs - 1_000;
+      v.agentChannel = true;
+      v.guestAgent = 'up';
+      if (ip === undefined) v.guestNet = 'no-ipv4';
       else {
-        v.agent = 'ip';
+        v.guestNet = 'ip';
         v.ip = ip;
       }
     },
@@ -210,6 +227,7 @@ export async function createProxmoxFixture(
       } else if (state === 'stopped') {
         v.status = 'stopped';
         v.qmpstatus = 'stopped';
+        v.agentChannel = false;
       } else {
         // A state the provider has no row for: the guest panicked.
         v.status = 'running';
@@ -346,94 +364,53 @@ const tlsError = Object.assign(new Error('unable to verify the first certificate
   code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
 });
 
-/** Realistic failures, with PVE's wording, and the class each must get. */
+/** The ApiError the HTTPS client makes of a kept answer (test/fixtures/pve). */
+export function errorOfAnswer(name: string): Error {
+  const a = captured(name);
+  return apiErrorFrom(a.status, a.reason, a.body);
+}
+
+/**
+ * The class each kept error answer must get, and the operation it is met
+ * in. Every kept error answer has a row (test/answers.test.ts checks it).
+ */
+export const ANSWER_CLASSES: Readonly<Record<string, { op: Operation; want: ErrorClass }>> = {
+  'error-401-token': { op: 'get', want: 'Permanent' },
+  'error-401-no-ticket': { op: 'list', want: 'Permanent' },
+  'error-403': { op: 'delete', want: 'Permanent' },
+  'error-400-param': { op: 'create', want: 'Permanent' },
+  'error-400-tag': { op: 'create', want: 'Permanent' },
+  'error-400-upload-name': { op: 'create', want: 'Permanent' },
+  'error-400-no-such-storage': { op: 'create', want: 'Permanent' },
+  'error-500-does-not-exist': { op: 'get', want: 'NotFound' },
+  'error-500-locked': { op: 'delete', want: 'Transient' },
+  'error-500-config-exists': { op: 'create', want: 'Transient' },
+  'error-500-agent-not-running': { op: 'get', want: 'Transient' },
+  'error-500-agent-not-configured': { op: 'get', want: 'Transient' },
+  'error-500-vm-not-running': { op: 'get', want: 'Transient' },
+  'error-500-destroy-running': { op: 'delete', want: 'Transient' },
+  'error-500-no-such-node': { op: 'get', want: 'Transient' },
+  'error-500-upload-failed': { op: 'create', want: 'Transient' },
+  'error-501-not-implemented': { op: 'get', want: 'Transient' },
+  'error-501-chunked': { op: 'create', want: 'Transient' },
+  'error-502-html-proxy': { op: 'list', want: 'Transient' },
+  'error-595': { op: 'get', want: 'Transient' },
+  'error-596': { op: 'list', want: 'Transient' },
+};
+
+/** Realistic failures, each with the class it must get: every kept error answer, and the client's own. */
 export const CLASSIFY_CASES: BackendHarness['classifyCases'] = [
-  {
-    name: '401 authentication failure',
-    op: 'get',
-    error: new ApiError(401, 'authentication failure'),
-    want: 'Permanent',
-  },
-  { name: '401 No ticket', op: 'list', error: new ApiError(401, 'No ticket'), want: 'Permanent' },
-  {
-    name: '403 names the privilege',
-    op: 'create',
-    error: new ApiError(403, 'Permission check failed (/vms/100123, VM.Clone)'),
-    want: 'Permanent',
-  },
-  {
-    name: '400 with per-parameter errors',
-    op: 'create',
-    error: new ApiError(400, 'Parameter verification failed.', {
-      memory: "type check ('integer') failed - got 'lots'",
-    }),
-    want: 'Permanent',
-  },
-  {
-    name: '400 No such storage.',
-    op: 'create',
-    error: new ApiError(400, 'Parameter verification failed.', { storage: 'No such storage.' }),
-    want: 'Permanent',
-  },
-  {
-    name: '500 config does not exist',
-    op: 'get',
-    error: new ApiError(
-      500,
-      "Configuration file 'nodes/pv1-1/qemu-server/100123.conf' does not exist",
-    ),
-    want: 'NotFound',
-  },
+  ...Object.entries(ANSWER_CLASSES).map(([name, { op, want }]) => ({
+    name: `${captured(name).status} ${captured(name).reason} (kept answer ${name})`,
+    op,
+    error: errorOfAnswer(name),
+    want,
+  })),
   {
     name: '500 config does not exist inside delete',
     op: 'delete',
-    error: new ApiError(
-      500,
-      "Configuration file 'nodes/pv1-1/qemu-server/100123.conf' does not exist",
-    ),
+    error: errorOfAnswer('error-500-does-not-exist'),
     want: 'NotFound',
-  },
-  {
-    name: '500 VM is locked (clone)',
-    op: 'delete',
-    error: new ApiError(500, 'VM is locked (clone)'),
-    want: 'Transient',
-  },
-  {
-    name: '500 config file already exists, escaped the allocator',
-    op: 'create',
-    error: new ApiError(500, 'unable to create VM 100123: config file already exists'),
-    want: 'Transient',
-  },
-  {
-    name: '500 QEMU guest agent is not running',
-    op: 'get',
-    error: new ApiError(500, 'QEMU guest agent is not running'),
-    want: 'Transient',
-  },
-  {
-    name: '500 No QEMU guest agent configured',
-    op: 'get',
-    error: new ApiError(500, 'No QEMU guest agent configured'),
-    want: 'Transient',
-  },
-  {
-    name: '500 VM is not running',
-    op: 'get',
-    error: new ApiError(500, 'VM 100123 is not running'),
-    want: 'Transient',
-  },
-  {
-    name: '595 Connection refused',
-    op: 'get',
-    error: new ApiError(595, 'Connection refused'),
-    want: 'Transient',
-  },
-  {
-    name: '596 Broken pipe',
-    op: 'list',
-    error: new ApiError(596, 'Broken pipe'),
-    want: 'Transient',
   },
   {
     name: 'task failed: shrinking disks is not supported',
@@ -481,6 +458,12 @@ export const CLASSIFY_CASES: BackendHarness['classifyCases'] = [
     error: Object.assign(new Error('connect ECONNREFUSED 192.168.0.8:8006'), {
       code: 'ECONNREFUSED',
     }),
+    want: 'Transient',
+  },
+  {
+    name: 'connection closed mid-answer',
+    op: 'get',
+    error: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
     want: 'Transient',
   },
   {

@@ -37,6 +37,13 @@ export interface AcmeClient {
   ): Promise<void>;
   deleteMachine(name: string, signal?: AbortSignal): Promise<void>;
   listMachines(label: string, signal?: AbortSignal): Promise<Machine[]>;
+  /** The last insert of `name`: running, done, or done with the error that ended it. */
+  getInsert(
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<{ done: boolean; error?: { status: number; body: string } } | undefined>;
+  /** Forgets a failed insert of `name`. */
+  deleteInsert(name: string, signal?: AbortSignal): Promise<void>;
   ping(signal?: AbortSignal): Promise<{ region: string }>;
 }
 
@@ -44,6 +51,9 @@ export interface AcmeClient {
 export class AcmeCloud {
   readonly machines = new Map<string, Machine>();
   readonly disks = new Set<string>();
+  /** The last insert of each machine name. */
+  readonly inserts = new Map<string, { done: boolean; error?: { status: number; body: string } }>();
+  private failLater = false;
   calls = 0;
   private token: string;
   private quota = Number.POSITIVE_INFINITY;
@@ -80,6 +90,8 @@ export class AcmeCloud {
             created: new Date().toISOString(),
           });
           this.disks.add(`${m.name}-boot`);
+          this.inserts.set(m.name, { done: !this.failLater });
+          this.failLater = false;
         }),
       deleteMachine: (name, signal) =>
         this.call(token, signal, async () => {
@@ -96,6 +108,11 @@ export class AcmeCloud {
         this.call(token, signal, () =>
           [...this.machines.values()].filter((m) => m.labels[label] !== undefined),
         ),
+      getInsert: (name, signal) => this.call(token, signal, () => this.inserts.get(name)),
+      deleteInsert: (name, signal) =>
+        this.call(token, signal, () => {
+          this.inserts.delete(name);
+        }),
       ping: (signal) =>
         this.call(token, signal, () => {
           if (this.down) throw new AcmeHttpError(503, 'service unavailable');
@@ -136,8 +153,21 @@ export class AcmeCloud {
 
   // ---- controls ----
 
-  /** Finishes every accepted delete: the machine and its boot disk go away. */
+  /**
+   * Finishes what is pending: an insert that is to fail takes its machine
+   * and disk away and keeps the error; an accepted delete removes the
+   * machine and its boot disk.
+   */
   settle(): void {
+    for (const [name, insert] of this.inserts) {
+      if (insert.done) continue;
+      this.inserts.set(name, {
+        done: true,
+        error: { status: 403, body: 'quotaExceeded: CPUS quota exceeded in region acme-west' },
+      });
+      this.machines.delete(name);
+      this.disks.delete(`${name}-boot`);
+    }
     for (const m of [...this.machines.values()]) {
       if (m.state !== 'DELETING') continue;
       this.machines.delete(m.name);
@@ -157,6 +187,10 @@ export class AcmeCloud {
 
   acceptOnly(token: string): void {
     this.token = token;
+  }
+
+  failNextInsertLater(): void {
+    this.failLater = true;
   }
 
   limitMachines(n: number): void {

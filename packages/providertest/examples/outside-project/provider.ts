@@ -198,6 +198,13 @@ export class AcmeImplementation implements ProviderImplementation<AcmeId> {
 
   async get(id: AcmeId, ctx: OperationContext): Promise<Instance> {
     const m = await this.find(id.name, ctx);
+    if (m === undefined) {
+      // Gone, or never made: an insert that failed after it was accepted says why.
+      const insert = await this.api.getInsert(id.name, ctx.signal);
+      if (insert?.error !== undefined)
+        throw new AcmeHttpError(insert.error.status, insert.error.body);
+      if (insert?.done === false) throw ctx.transient(`machine ${id.name} is still being inserted`);
+    }
     const mark = m === undefined ? undefined : markOf(m);
     if (m === undefined || mark === undefined)
       throw ctx.notFound(`machine ${id.name} is not ours or gone`);
@@ -217,7 +224,14 @@ export class AcmeImplementation implements ProviderImplementation<AcmeId> {
 
   async delete(id: AcmeId, ctx: DeleteContext): Promise<void> {
     const m = await this.find(id.name, ctx);
-    if (m === undefined || m.state === 'DELETING') return;
+    if (m === undefined) {
+      // Forget a failed insert, so Get answers NotFound from now on.
+      if ((await this.api.getInsert(id.name, ctx.signal))?.error !== undefined) {
+        await this.api.deleteInsert(id.name, ctx.signal);
+      }
+      return;
+    }
+    if (m.state === 'DELETING') return;
     if (deletionProblem(markOf(m), ctx.owner) !== undefined) return;
     try {
       await this.api.deleteMachine(id.name, ctx.signal);
@@ -352,6 +366,7 @@ export async function createAcmeFixture(
     blockCalls: (skip) => cloud.blockCalls(skip),
     injectMalformed: () => cloud.answerNextWithNull(),
     exhaustCapacity: () => cloud.limitMachines(cloud.machines.size),
+    failNextCreateLater: () => cloud.failNextInsertLater(),
     classifyCases: [
       {
         name: '404 not found',

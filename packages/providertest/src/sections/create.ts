@@ -142,6 +142,49 @@ export function describeCreateConformance(opts: ConformanceOptions): void {
       }
     });
 
+    if (profile.createReturn === 'submit') {
+      test(
+        opts,
+        'a Create the backend accepted and then failed is reported by Get, not NotFound',
+        async (t) => {
+          const fail = required(
+            t.harness.failNextCreateLater,
+            'the harness implements failNextCreateLater (profile.createReturn is submit)',
+          );
+          await fail.call(t.harness);
+          const id = await t.provider.create(t.request());
+          // While the backend works on it, Get may answer Provisioning or Transient; then the
+          // failure: its class (Permanent, QuotaExceeded), or the instance Terminated or Stopped.
+          const look = async () => {
+            try {
+              const inst = await t.provider.get(id);
+              return inst.state === 'Provisioning' || inst.state === 'Running'
+                ? 'in progress'
+                : `instance ${inst.state}`;
+            } catch (err) {
+              return classOf(err) === 'Transient' ? 'in progress' : classOf(err);
+            }
+          };
+          const deadline = Date.now() + t.goneWithinMs;
+          let seen = await look();
+          while (seen === 'in progress' && Date.now() < deadline) {
+            await t.harness.settle?.();
+            await new Promise((r) => setTimeout(r, 100));
+            seen = await look();
+          }
+          expect(seen, 'Get of a Create that failed after it was accepted').not.toBe('NotFound');
+          expect(
+            ['Permanent', 'QuotaExceeded', 'instance Terminated', 'instance Stopped'],
+            'what Get reports for it',
+          ).toContain(seen);
+          expect(await outcome(t.provider.delete(id)), 'Delete of the failed instance').toBe(
+            'resolved',
+          );
+          await expectGone(t, id);
+        },
+      );
+    }
+
     test(opts, 'the same request gets the same ID after Delete', async (t) => {
       const req = t.request();
       const id = await t.provider.create(req);

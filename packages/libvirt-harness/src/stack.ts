@@ -1,0 +1,237 @@
+/**
+ * The real stack the libvirt providers' end-to-end suites run on: a private
+ * libvirtd (QEMU under TCG, virtlogd) with a persistent dir pool, an sshd on
+ * loopback reached through a TCP relay that can cut connections, an HTTP
+ * server holding the test guest image, and the key files a provider reads.
+ *
+ * @module
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { buildTestGuest, TEST_GUEST_MARK, type TestGuest } from './guest.js';
+import { type ImageServer, startImageServer } from './images.js';
+import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
+
+const exec = promisify(execFile);
+
+/** The executables the real stack needs (for `describeWithPeers`). */
+export const STACK_PEERS = [
+  'libvirtd',
+  'virtlogd',
+  'virsh',
+  'qemu-img',
+  'qemu-system-x86_64',
+  'sshd',
+  'ssh-keygen',
+] as const;
+
+/** A TCP relay in front of sshd that can cut its connections. */
+export interface Relay {
+  readonly port: number;
+  /** Connections relayed so far. */
+  readonly accepted: number;
+  /** Cuts any connection that has sent more than `bytes` towards sshd (undefined: never). */
+  cutAfter(bytes: number | undefined): void;
+  /** Connections cut so far. */
+  readonly cut: number;
+  close(): Promise<void>;
+}
+
+/** Starts a relay on 127.0.0.1 to `port` on 127.0.0.1. */
+export async function startRelay(port: number): Promise<Relay> {
+  const sockets = new Set<Socket>();
+  let limit: number | undefined;
+  let accepted = 0;
+  let cut = 0;
+  const srv = createServer((inbound) => {
+    accepted++;
+    const outbound = tcpConnect(port, '127.0.0.1');
+    sockets.add(inbound).add(outbound);
+    let sent = 0;
+    inbound.on('data', (d: Buffer) => {
+      sent += d.length;
+      if (limit !== undefined && sent > limit) {
+        cut++;
+        inbound.destroy();
+        outbound.destroy();
+        return;
+      }
+      if (!outbound.write(d)) inbound.pause();
+    });
+    outbound.on('drain', () => inbound.resume());
+    outbound.pipe(inbound);
+    inbound.on('end', () => outbound.end());
+    const drop = () => {
+      inbound.destroy();
+      outbound.destroy();
+      sockets.delete(inbound);
+      sockets.delete(outbound);
+    };
+    inbound.on('error', drop).on('close', drop);
+    outbound.on('error', drop).on('close', drop);
+  });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const addr = srv.address();
+  if (addr === null || typeof addr === 'string') throw new Error('no relay address');
+  return {
+    port: addr.port,
+    get accepted() {
+      return accepted;
+    },
+    get cut() {
+      return cut;
+    },
+    cutAfter: (bytes) => {
+      limit = bytes;
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      srv.close();
+      await once(srv, 'close');
+    },
+  };
+}
+
+/** The stack {@link startLibvirtStack} starts. */
+export interface LibvirtStack {
+  readonly daemon: Libvirtd;
+  readonly sshd: Sshd;
+  readonly relay: Relay;
+  readonly images: ImageServer;
+  readonly guest: TestGuest;
+  readonly dir: string;
+  readonly pool: string;
+  readonly keyFile: string;
+  readonly knownHostsFile: string;
+  /** The guest image's path on the image server, and its SHA-256. */
+  readonly imagePath: string;
+  readonly imageSha: string;
+  /** The provider config block for this stack (one host, `kvm1`), with `extra` merged in. */
+  config(extra?: Record<string, unknown>): Record<string, unknown>;
+  /** virsh on qemu:///system of the daemon. */
+  virsh(args: readonly string[]): Promise<string>;
+  /** Every domain name (`virsh list --all --name`). */
+  domains(): Promise<string[]>;
+  /** Every volume name in the pool (`virsh vol-list`). */
+  volumes(): Promise<string[]>;
+  /** The console log of a domain, as libvirt wrote it. */
+  consoleLog(name: string): Promise<string>;
+  /** A fresh ed25519 key pair made by ssh-keygen: `{ privateKey, publicKey }`. */
+  keygen(): Promise<{ privateKey: string; publicKey: string }>;
+  stop(): Promise<void>;
+}
+
+function lines(s: string): string[] {
+  return s
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .sort();
+}
+
+/** Starts the whole stack; `stop()` ends every process it started. */
+export async function startLibvirtStack(): Promise<LibvirtStack> {
+  const dir = await mkdtemp(join(tmpdir(), 'proxy-op-stack-'));
+  await chmod(dir, 0o755);
+  const guest = await buildTestGuest({ cacheDir: join(tmpdir(), 'proxy-op-test-guest') });
+  const daemon = await startLibvirtd({ virtlogd: true });
+  const sshd = await startSshd();
+  const relay = await startRelay(sshd.port);
+  const images = await startImageServer();
+  const pool = 'proxy-pool';
+  const poolDir = join(dir, 'pool');
+  const virsh = (args: readonly string[]) => daemon.virsh('qemu:///system', args);
+  await virsh(['pool-define-as', pool, 'dir', '--target', poolDir]);
+  await virsh(['pool-build', pool]);
+  await virsh(['pool-start', pool]);
+  await virsh(['pool-autostart', pool]);
+  const keyFile = join(dir, 'ssh-privatekey');
+  await writeFile(keyFile, sshd.clientKey, { mode: 0o600 });
+  const knownHostsFile = join(dir, 'known_hosts');
+  const [type, key] = sshd.hostPublicKey.split(/\s+/);
+  await writeFile(knownHostsFile, `[127.0.0.1]:${relay.port} ${type} ${key}\n`);
+  const imagePath = '/test-guest.qcow2';
+  const imageSha = await images.serve(imagePath, guest.path);
+  let keys = 0;
+  return {
+    daemon,
+    sshd,
+    relay,
+    images,
+    guest,
+    dir,
+    pool,
+    keyFile,
+    knownHostsFile,
+    imagePath,
+    imageSha,
+    config: (extra = {}) => ({
+      hosts: [
+        {
+          name: 'kvm1',
+          address: '127.0.0.1',
+          port: relay.port,
+          user: sshd.username,
+          socket: daemon.socket,
+          pool,
+          domainType: 'qemu',
+        },
+      ],
+      sshKeyFile: keyFile,
+      knownHostsFile,
+      diskSizeGb: 1,
+      images: { guest: { url: images.url(imagePath), sha256: imageSha } },
+      machineTypes: { small: { vcpus: 1, memoryMiB: 192 } },
+      ...extra,
+    }),
+    virsh,
+    domains: async () => lines(await virsh(['list', '--all', '--name'])),
+    volumes: async () =>
+      lines(await virsh(['vol-list', pool])).map((l) => l.split(/\s+/)[0] as string),
+    consoleLog: (name) =>
+      readFile(join(daemon.dir, 'root', 'log', 'qemu', `${name}-console.log`), 'utf8').catch(
+        () => '',
+      ),
+    async keygen() {
+      const file = join(dir, `key-${++keys}`);
+      await exec('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', file]);
+      return {
+        privateKey: await readFile(file, 'utf8'),
+        publicKey: (await readFile(`${file}.pub`, 'utf8')).trim(),
+      };
+    },
+    async stop() {
+      await images.close();
+      await relay.close();
+      await sshd.stop();
+      await daemon.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The guest's base64 dump of a seed file between its begin and end console lines. */
+export function dumpedSeedFile(consoleText: string, file: string): Buffer | undefined {
+  const ls = consoleText.split(/\r?\n/);
+  const begin = ls.indexOf(`${TEST_GUEST_MARK} begin ${file}`);
+  const end = ls.indexOf(`${TEST_GUEST_MARK} end ${file}`);
+  if (begin < 0 || end < begin) return undefined;
+  return Buffer.from(ls.slice(begin + 1, end).join(''), 'base64');
+}
+
+/** The IPv4 addresses (`addr/prefix`) `virsh domifaddr --source agent` reports. */
+export async function agentAddresses(stack: LibvirtStack, name: string): Promise<string[]> {
+  const out = await stack.virsh(['domifaddr', name, '--source', 'agent']);
+  return out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((cols) => cols[2] === 'ipv4' && cols[3] !== undefined)
+    .map((cols) => cols[3] as string)
+    .sort();
+}

@@ -1,0 +1,53 @@
+/**
+ * The libvirt provider engine of proxy-op: everything the libvirt
+ * providers share (hosts over SSH, pooled connections, the image cache,
+ * volumes, domain XML, addresses, the Checker), configured by a
+ * {@link LibvirtFlavour}.
+ *
+ * @packageDocumentation
+ */
+export { clientSeam, type SshTransportOptions, sshTransport } from './adapter.js';
+export { type Budgets, DEFAULT_BUDGETS } from './budgets.js';
+export {
+  BudgetError,
+  classify,
+  DialError,
+  type DialStage,
+  ImageError,
+  LibvirtReason,
+} from './classify.js';
+export {
+  CONFIG_DEFAULTS,
+  type HostConfig,
+  type ImageEntry,
+  type LibvirtConfig,
+  libvirtConfigSchema,
+  type MachineTypeEntry,
+} from './config.js';
+export {
+  type AddressSource,
+  type ConfigCompat,
+  escapeXml,
+  type LibvirtFlavour,
+  MarkFormatError,
+  type MetadataNamespace,
+  markElement,
+  unescapeXml,
+} from './flavour.js';
+export { type DomainId, domainIds, formatId } from './id.js';
+export type { LibvirtDeps } from './implementation.js';
+export { flavourProblems, libvirtProviderModule } from './module.js';
+export {
+  type DialTarget,
+  type Domain,
+  type DomainInterface,
+  type HostKeyCheck,
+  type LibvirtConnection,
+  type LibvirtSeam,
+  SEAM_METHODS,
+  type StoragePool,
+  type StoragePoolInfo,
+  type StorageVol,
+  type StorageVolInfo,
+  type Transport,
+} from './seam.js';
