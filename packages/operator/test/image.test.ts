@@ -4,7 +4,7 @@
 // container runtime); this is what it would hold, run outside a container.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,6 +102,19 @@ for (const type of Object.keys(FIRST_PARTY_PROVIDERS)) {
         expect(line).toContain(
           `${type} missing provider type "${type}" comes from the package ${pkg}`,
         );
+    }
+    // An installation without one of them: the error names the package to install.
+    const kvm = join(ctx, 'node_modules', '@proxy-op', 'provider-kvm');
+    const aside = join(ctx, 'provider-kvm.aside');
+    await rename(kvm, aside);
+    try {
+      const again = await runProcess(process.execPath, ['resolve.mjs'], { cwd: ctx });
+      expect(again.stdout.split('\n').find((l) => l.startsWith('kvm '))).toBe(
+        'kvm missing provider type "kvm" comes from the package @proxy-op/provider-kvm, which is not installed: run "npm install @proxy-op/provider-kvm" beside the operator (the container image has it)',
+      );
+      expect(again.stdout).toContain('kvm2 ok kvm2');
+    } finally {
+      await rename(aside, kvm);
     }
   });
 
