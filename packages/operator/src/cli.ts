@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 /**
- * The `proxy-op` command: `run --standalone DIR`, `check`, `validate`,
- * `status`. See the package README for every flag and its default.
+ * The `proxy-op` command: `run` (on Kubernetes, or `--standalone DIR`),
+ * `down`, `check`, `validate`, `status`, `crds`. See the package README for
+ * every flag and its default.
  *
  * @module
  */
-import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@proxy-op/contract';
 import type { LevelWithSilent } from 'pino';
+import { crdsYaml } from './crds.js';
 import { checkProvider } from './health.js';
 import { createLogger } from './log.js';
 import { Operator, type OperatorOptions } from './operator.js';
+import { startTracing } from './otel.js';
 import {
   DEFAULT_PROVIDER,
   defaultProvidersConfig,
@@ -26,27 +30,32 @@ import {
   watchProvidersFile,
 } from './providers.js';
 import { defaultStateFile, readStateFile, StandaloneStore } from './standalone.js';
+import { age, startStatusView, table } from './view.js';
 
 const USAGE = `usage: proxy-op <command> [flags]
 
 commands:
+  run                    reconcile the Proxies of the Kubernetes cluster (kubeconfig or in-cluster)
   run --standalone DIR   reconcile the Proxy manifests in DIR (state in DIR.state.json)
   down --standalone DIR  delete every Proxy of DIR's state file and its proxy, then exit
   check                  run every provider's health check once; exit 1 when a target is not ready
   validate               validate the providers file (and, with --standalone, the manifests)
   status --standalone DIR
                          print the Proxies and their status from the state file
+  crds                   print the CustomResourceDefinitions of Proxy and ProviderHealth
   help                   print this text
 
 Run "proxy-op <command> --help" for the command's flags.
 `;
 
-const RUN_HELP = `usage: proxy-op run --standalone DIR [flags]
+const RUN_HELP = `usage: proxy-op run [--standalone DIR] [flags]
 
-  --standalone DIR          folder of Proxy manifests (required: the Kubernetes store comes later)
+Without --standalone the Proxies are those of a Kubernetes cluster.
+
+  --standalone DIR          folder of Proxy manifests instead of a cluster
   --providers FILE          providers file (default providers.yaml when it exists; without one,
                             or when it lists none, the built-in "local" provider)
-  --state FILE              state file (default DIR.state.json, beside DIR)
+  --state FILE              state file (standalone; default DIR.state.json, beside DIR)
   --listen HOST:PORT        /metrics, /healthz, /readyz address (default 127.0.0.1:9464; "off" disables)
   --workers N               concurrent reconciles (default 3)
   --deletion-poll D         Get poll of a returns-early deletion (default 5s)
@@ -62,13 +71,28 @@ const RUN_HELP = `usage: proxy-op run --standalone DIR [flags]
   --gc-dry-run              GC only reports
   --health-interval D       health check interval, 0 disables (default 1m)
   --check-timeout D         deadline of one health check round (default 10s)
-  --rescan D                manifest folder rescan, besides watching (default 5s)
+  --rescan D                manifest folder rescan, besides watching (standalone; default 5s)
   --providers-poll D        providers file change poll (default 2s)
   --output auto|table|json  status output on stdout (default auto: table on a TTY, JSON lines otherwise)
   --log-level LEVEL         trace, debug, info, warn, error, silent (default info; logs go to stderr)
-  --once                    exit when every Proxy is settled (after one GC pass when GC is on):
-                            0 when all are Ready, 1 otherwise (also when SIGINT or SIGTERM
-                            stops it before that)
+  --once                    (standalone) exit when every Proxy is settled (after one GC pass when
+                            GC is on): 0 when all are Ready, 1 otherwise (also when SIGINT or
+                            SIGTERM stops it before that)
+
+On Kubernetes:
+  --kubeconfig FILE         kubeconfig (default $KUBECONFIG, ~/.kube/config, else in-cluster)
+  --context NAME            kubeconfig context (default its current context)
+  --namespace NS            reconcile the Proxies of NS only (default every namespace)
+  --leader-elect BOOL       take part in leader election (default true)
+  --leader-election-namespace NS
+                            the Lease's namespace (default $POD_NAMESPACE, the service
+                            account's namespace, else proxy-op-system)
+  --leader-election-id NAME the Lease's name (default proxy-op)
+  --lease-duration D        how long a Lease holds without renewal (default 15s)
+  --renew-deadline D        the leader stops leading when it could not renew for this long (default 10s)
+  --retry-period D          how often the Lease is tried and renewed (default 2s)
+  --shutdown-grace D        on SIGTERM, how long reconciles in flight may finish (default 20s)
+  --request-timeout D       deadline of one API request (default 30s)
 
 Durations: 500ms, 10s, 5m, 1h (or 0).
 `;
@@ -92,31 +116,6 @@ export function parseDuration(s: string): number {
 }
 
 class UsageError extends Error {}
-
-function table(rows: readonly (readonly string[])[]): string {
-  const widths: number[] = [];
-  for (const r of rows) {
-    r.forEach((c, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, c.length);
-    });
-  }
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
-
-function age(from: string, now: number): string {
-  const s = Math.max(0, Math.floor((now - Date.parse(from)) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m`;
-  if (s < 172800) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
-}
 
 const DEFAULT_PROVIDERS_FILE = 'providers.yaml';
 
@@ -330,6 +329,17 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
       output: { type: 'string', default: 'auto' },
       'log-level': { type: 'string', default: 'info' },
       once: { type: 'boolean', default: false },
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      namespace: { type: 'string' },
+      'leader-elect': { type: 'string', default: 'true' },
+      'leader-election-namespace': { type: 'string' },
+      'leader-election-id': { type: 'string', default: 'proxy-op' },
+      'lease-duration': { type: 'string', default: '15s' },
+      'renew-deadline': { type: 'string', default: '10s' },
+      'retry-period': { type: 'string', default: '2s' },
+      'shutdown-grace': { type: 'string', default: '20s' },
+      'request-timeout': { type: 'string', default: '30s' },
       help: { type: 'boolean' },
     },
   });
@@ -337,10 +347,16 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
     process.stdout.write(mode === 'down' ? DOWN_HELP : RUN_HELP);
     return 0;
   }
-  if (values.standalone === undefined) {
+  if (values.standalone === undefined && mode === 'down') {
     throw new UsageError(
-      `${mode} needs --standalone DIR: the Kubernetes store is not part of this release yet`,
+      'down needs --standalone DIR; on Kubernetes, delete the Proxies with kubectl',
     );
+  }
+  if (values.standalone === undefined && values.once) {
+    throw new UsageError('--once needs --standalone DIR');
+  }
+  if (values['leader-elect'] !== 'true' && values['leader-elect'] !== 'false') {
+    throw new UsageError('--leader-elect is true or false');
   }
   const once = values.once || mode === 'down';
   const workers = Number(values.workers);
@@ -374,6 +390,28 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
   const rescanMs = parseDuration(values.rescan);
   const providersPollMs = parseDuration(values['providers-poll']);
 
+  if (values.standalone === undefined) {
+    return runOnKubernetes({
+      opts,
+      level,
+      output,
+      providersFile: values.providers,
+      providersPollMs,
+      listen: values.listen,
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+      namespace: values.namespace,
+      leaderElect: values['leader-elect'] === 'true',
+      leaseNamespace: values['leader-election-namespace'],
+      leaseName: values['leader-election-id'],
+      leaseDurationMs: parseDuration(values['lease-duration']),
+      renewDeadlineMs: parseDuration(values['renew-deadline']),
+      retryPeriodMs: parseDuration(values['retry-period']),
+      shutdownGraceMs: parseDuration(values['shutdown-grace']),
+      requestTimeoutMs: parseDuration(values['request-timeout']),
+    });
+  }
+  const tracing = await startTracing();
   const logger: Logger = createLogger({ level });
   const registry = new ProviderRegistry();
   const stateFile = resolve(values.state ?? defaultStateFile(values.standalone));
@@ -427,7 +465,11 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
           );
           return;
         }
-        await operator.applyProviders(await standaloneProviders(again.config, registry, stateFile));
+        await operator
+          .applyProviders(await standaloneProviders(again.config, registry, stateFile))
+          .catch((err: unknown) =>
+            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
+          );
       });
     },
     providersPollMs,
@@ -488,75 +530,203 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
   if (http !== undefined) await new Promise((r) => http?.server.close(r));
   await metrics?.shutdown();
   if (emptyDir !== undefined) await rm(emptyDir, { recursive: true, force: true });
+  await tracing?.shutdown();
   logger.info({ exitCode }, 'proxy-op stopped');
   return exitCode;
 }
 
-function startStatusView(
-  store: StandaloneStore,
-  output: 'table' | 'json',
-  operator: Operator,
-): { stop(): void } {
-  const last = new Map<string, string>();
-  const render = () => {
-    if (output === 'json') {
-      const seen = new Set<string>();
-      for (const p of store.list()) {
-        const key = `${p.metadata.namespace}/${p.metadata.name}`;
-        seen.add(key);
-        const line = {
-          proxy: key,
-          phase: p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
-          provider: p.spec.provider,
-          endpoint: p.status.endpoint,
-          providerID: p.status.providerID,
-          error: p.status.lastError,
-        };
-        const text = JSON.stringify(line);
-        if (last.get(key) !== text) {
-          last.set(key, text);
-          process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
-        }
-      }
-      for (const key of [...last.keys()]) {
-        if (!seen.has(key)) {
-          last.delete(key);
-          process.stdout.write(
-            `${JSON.stringify({ time: new Date().toISOString(), proxy: key, phase: 'Deleted' })}\n`,
-          );
-        }
-      }
-      return;
-    }
-    const now = Date.now();
-    const rows: string[][] = [
-      ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'AGE', 'ERROR'],
-    ];
-    for (const p of store.list().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
-      rows.push([
-        p.metadata.namespace,
-        p.metadata.name,
-        p.spec.provider,
-        p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
-        p.status.endpoint ?? '',
-        age(p.metadata.creationTimestamp, now),
-        p.status.lastError ? `${p.status.lastError.class}: ${p.status.lastError.message}` : '',
-      ]);
-    }
-    const phases = Object.entries(operator.phases())
-      .filter(([, n]) => n > 0)
-      .map(([ph, n]) => `${ph} ${n}`)
-      .join(', ');
-    process.stdout.write(`\x1b[H\x1b[2J${table(rows)}\n\n${phases || 'no Proxies'}\n`);
+/** What `run` on Kubernetes is given by the flags. */
+interface KubeRunOptions {
+  readonly opts: OperatorOptions;
+  readonly level: LevelWithSilent;
+  readonly output: 'table' | 'json';
+  readonly providersFile: string | undefined;
+  readonly providersPollMs: number;
+  readonly listen: string;
+  readonly kubeconfig: string | undefined;
+  readonly context: string | undefined;
+  readonly namespace: string | undefined;
+  readonly leaderElect: boolean;
+  readonly leaseNamespace: string | undefined;
+  readonly leaseName: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly shutdownGraceMs: number;
+  readonly requestTimeoutMs: number;
+}
+
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** The Lease's namespace: the flag, `$POD_NAMESPACE`, the service account's, else `proxy-op-system`. */
+function leaseNamespace(flag: string | undefined): string {
+  if (flag !== undefined) return flag;
+  const env = process.env.POD_NAMESPACE;
+  if (env !== undefined && env !== '') return env;
+  try {
+    const ns = readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim();
+    if (ns !== '') return ns;
+  } catch {
+    // not in a Pod
+  }
+  return 'proxy-op-system';
+}
+
+/**
+ * `proxy-op run` on Kubernetes: waits for the Lease (unless leader election
+ * is off), then starts the informer and the operator. SIGTERM or SIGINT
+ * lets the reconciles in flight finish within the shutdown grace, stops, and
+ * releases the Lease; losing the Lease stops at once with exit code 1.
+ */
+async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
+  const tracing = await startTracing();
+  const logger: Logger = createLogger({ level: o.level });
+  const registry = new ProviderRegistry();
+  const read = await loadProviders(o.providersFile, registry);
+  if (read === undefined) return 2;
+  const { KubeClient } = await import('./kube/client.js');
+  const { KubeStore } = await import('./kube/store.js');
+  const { LeaderElector } = await import('./kube/leader.js');
+  let client: import('./kube/client.js').KubeClient;
+  try {
+    client = await KubeClient.load({
+      kubeconfig: o.kubeconfig,
+      context: o.context,
+      requestTimeoutMs: o.requestTimeoutMs,
+    });
+  } catch (err) {
+    throw new UsageError(`cannot use the kubeconfig: ${(err as Error).message}`);
+  }
+  const identity = `${hostname()}_${randomUUID().slice(0, 8)}`;
+  const config = async (c: ProvidersConfig | undefined) =>
+    c !== undefined && c.providers.length > 0
+      ? c
+      : await defaultProvidersConfig(registry, c?.installation);
+  if (read.config === undefined || read.config.providers.length === 0) {
+    logger.info(
+      { provider: DEFAULT_PROVIDER },
+      `${read.config === undefined ? `no providers file (${read.file})` : `${read.file} lists no provider`}: using the built-in "${DEFAULT_PROVIDER}" provider`,
+    );
+  }
+  const stop = new AbortController();
+  const onSignal = (sig: string) => {
+    logger.info({ signal: sig }, 'stopping');
+    stop.abort(new Error(`stopped by ${sig}`));
   };
-  render();
-  const t = setInterval(render, output === 'json' ? 100 : 1000);
-  return {
-    stop() {
-      clearInterval(t);
-      render();
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+
+  let state: 'starting' | 'standby' | 'leading' = 'starting';
+  let store: import('./kube/store.js').KubeStore | undefined;
+  const telemetry = o.listen === 'off' ? undefined : await import('./telemetry.js');
+  const metrics = telemetry?.createPrometheusMetrics();
+  let http: { server: import('node:http').Server; url: string } | undefined;
+  if (telemetry !== undefined && metrics !== undefined) {
+    // Ready while standing by, and once leading with every Proxy listed.
+    http = await telemetry.startHttpServer(
+      o.listen,
+      metrics,
+      () => state === 'standby' || (state === 'leading' && store?.synced === true),
+    );
+    logger.info({ url: http.url }, 'serving /metrics, /healthz and /readyz');
+  }
+  const elector = o.leaderElect
+    ? new LeaderElector({
+        client,
+        namespace: leaseNamespace(o.leaseNamespace),
+        name: o.leaseName,
+        identity,
+        leaseDurationMs: o.leaseDurationMs,
+        renewDeadlineMs: o.renewDeadlineMs,
+        retryPeriodMs: o.retryPeriodMs,
+        logger,
+      })
+    : undefined;
+  const finish = async (code: number) => {
+    if (http !== undefined) await new Promise((r) => http?.server.close(r));
+    await metrics?.shutdown();
+    client.close();
+    await tracing?.shutdown();
+    logger.info({ exitCode: code }, 'proxy-op stopped');
+    return code;
+  };
+  logger.info(
+    {
+      server: client.server,
+      namespace: o.namespace ?? '(all)',
+      identity,
+      leaderElection:
+        elector === undefined ? 'off' : `${leaseNamespace(o.leaseNamespace)}/${o.leaseName}`,
     },
-  };
+    'proxy-op running on Kubernetes',
+  );
+  if (elector !== undefined) {
+    state = 'standby';
+    try {
+      await elector.acquire(stop.signal);
+    } catch {
+      return finish(0);
+    }
+  }
+  state = 'leading';
+  try {
+    store = await KubeStore.start({
+      client,
+      namespace: o.namespace,
+      logger,
+      identity,
+      signal: stop.signal,
+    });
+  } catch {
+    await elector?.release();
+    return finish(0);
+  }
+  const providers = new ProviderSet({ logger, meter: metrics?.meter });
+  const operator = new Operator({ store, providers, logger, meter: metrics?.meter }, o.opts);
+  const applied = await operator.applyProviders(await config(read.config));
+  for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
+  operator.start();
+  logger.info({ proxies: store.list().length }, 'reconciling');
+  let reloading = Promise.resolve();
+  const stopWatch = watchProvidersFile(
+    read.file,
+    () => {
+      reloading = reloading.then(async () => {
+        const again = await readProviders(o.providersFile, registry);
+        if (!again.ok) {
+          logger.error(
+            { problems: again.problems },
+            'providers file is invalid; keeping the old one',
+          );
+          return;
+        }
+        await operator
+          .applyProviders(await config(again.config))
+          .catch((err: unknown) =>
+            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
+          );
+      });
+    },
+    o.providersPollMs,
+  );
+  const view = startStatusView(store, o.output, operator);
+  const stopped = new Promise<'signal'>((r) =>
+    stop.signal.addEventListener('abort', () => r('signal'), { once: true }),
+  );
+  const outcome = await Promise.race([
+    stopped,
+    elector?.lost.then(() => 'lost' as const) ?? new Promise<never>(() => {}),
+  ]);
+  stopWatch();
+  view.stop();
+  // Leadership lost: another replica may lead any moment, so nothing more is done here.
+  await operator.stop({ graceMs: outcome === 'lost' ? 0 : o.shutdownGraceMs });
+  await reloading;
+  await store.close();
+  await providers.close();
+  if (outcome === 'lost') return finish(1);
+  await elector?.release();
+  return finish(0);
 }
 
 /** Runs the CLI with `argv` (without node and the script); resolves with the exit code. */
@@ -574,6 +744,9 @@ export async function main(argv: string[]): Promise<number> {
         return await cmdValidate(rest);
       case 'status':
         return await cmdStatus(rest);
+      case 'crds':
+        process.stdout.write(crdsYaml());
+        return 0;
       case 'help':
       case '--help':
       case '-h':

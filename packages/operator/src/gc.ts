@@ -70,6 +70,8 @@ export async function collectGarbage(
       owners.add(p.metadata.uid);
     }
   }
+  // Proxies the store holds but cannot reconcile (an invalid spec) still own their instances.
+  for (const uid of store.protectedUids?.() ?? []) owners.add(uid);
   for (const inst of instances) {
     if ((inst.installation ?? installation) !== installation) continue;
     if (inst.uid !== '' && owners.has(inst.uid)) continue;

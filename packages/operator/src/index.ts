@@ -7,6 +7,7 @@
  */
 export { canonicalJson, renderCloudInit, renderSquidConfig, specHash } from './cloudinit.js';
 export { getCondition, setCondition } from './conditions.js';
+export { crdsYaml, customResourceDefinitions, toStructural } from './crds.js';
 export {
   collectAll,
   collectGarbage,
@@ -15,16 +16,32 @@ export {
   type GcReport,
 } from './gc.js';
 export { checkProvider, toProviderHealth } from './health.js';
+export {
+  isStatus,
+  KubeApiError,
+  KubeClient,
+  type KubeClientOptions,
+  type KubeRequest,
+} from './kube/client.js';
+export {
+  LEADER_ELECTION_DEFAULTS,
+  type LeaderElectionOptions,
+  LeaderElector,
+  microTime,
+} from './kube/leader.js';
+export { KubeStore, type KubeStoreOptions } from './kube/store.js';
 export { createLogger } from './log.js';
 export { validateManifestsDir } from './manifests.js';
 export { instanceName, MAX_INSTANCE_NAME } from './naming.js';
 export { Operator, type OperatorDeps, type OperatorOptions } from './operator.js';
+export { startTracing, type Tracing, tracingRequested } from './otel.js';
 export {
   type AnyProviderModule,
   builtinProviders,
   type ConfiguredProvider,
   DEFAULT_PROVIDER,
   defaultProvidersConfig,
+  FIRST_PARTY_PROVIDERS,
   loadProvidersFile,
   localStateDir,
   type ProviderEntry,
@@ -85,7 +102,7 @@ export {
   type StateEntry,
   type StateFile,
 } from './standalone.js';
-export { MemoryStore, type ProxyStore, proxyKey, splitKey } from './store.js';
+export { type EventType, MemoryStore, type ProxyStore, proxyKey, splitKey } from './store.js';
 export {
   createPrometheusMetrics,
   type PrometheusMetrics,

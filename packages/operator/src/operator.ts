@@ -179,7 +179,14 @@ export class Operator {
   async applyProviders(config: ProvidersConfig): Promise<ProvidersChange & { problems: string[] }> {
     const change = await this.#deps.providers.apply(config);
     const touched = new Set([...change.added, ...change.rebuilt, ...change.removed]);
-    for (const name of change.removed) await this.#deps.store.deleteHealth(name);
+    for (const name of change.removed) {
+      await this.#deps.store.deleteHealth(name).catch((err: unknown) => {
+        this.#log.error(
+          { provider: name, err: err instanceof Error ? err.message : String(err) },
+          'deleting the ProviderHealth of a removed provider failed',
+        );
+      });
+    }
     if (this.#started) {
       for (const p of this.#deps.store.list()) {
         if (
@@ -284,11 +291,24 @@ export class Operator {
     return true;
   }
 
-  /** Stops the workers (aborting provider calls in flight), GC and the monitor. */
-  async stop(): Promise<void> {
+  /**
+   * Stops GC, the monitor and the workers: no key is taken any more; the
+   * reconciles in flight get `graceMs` to finish (default 0), then their
+   * provider calls are aborted, which leaves them to be resumed by the next
+   * run (a repeated Create adopts its instance, a repeated Delete finds it
+   * gone). Resolves once no reconcile runs.
+   */
+  async stop(opts: { graceMs?: number | undefined } = {}): Promise<void> {
     this.#unwatch?.();
     for (const t of this.#timers) clearInterval(t);
+    const drained = this.queue.shutdown();
+    const grace = opts.graceMs ?? 0;
+    if (grace > 0 && this.queue.inFlight > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, grace)))]);
+      clearTimeout(timer);
+    }
     this.#abort.abort(new Error('operator stopping'));
-    await this.queue.shutdown();
+    await drained;
   }
 }

@@ -51,6 +51,19 @@ export function builtinProviders(): ReadonlyMap<string, RegistryEntry> {
   ]);
 }
 
+/**
+ * The first-party provider types by their short names, and the npm package
+ * each comes from. They are loaded when installed beside the operator (the
+ * container image has them all); `local` is built in.
+ */
+export const FIRST_PARTY_PROVIDERS: Readonly<Record<string, string>> = Object.freeze({
+  proxmox: '@proxy-op/provider-proxmox',
+  kvm: '@proxy-op/provider-kvm',
+  kvm2: '@proxy-op/provider-kvm2',
+  gcp: '@proxy-op/provider-gcp',
+  kubernetes: '@proxy-op/provider-kubernetes',
+});
+
 /** The name (and type) of the provider used when no providers file configures any. */
 export const DEFAULT_PROVIDER = 'local';
 
@@ -96,14 +109,20 @@ export class ProviderRegistry {
     return [...this.#entries.keys()];
   }
 
+  #known(): string {
+    return [...new Set([...this.types(), ...Object.keys(FIRST_PARTY_PROVIDERS)])].join(', ');
+  }
+
   /** The entry for `type`; rejects with a message naming the type when it cannot be loaded. */
   async resolve(type: string, baseDir: string): Promise<RegistryEntry> {
     const known = this.#entries.get(type);
     if (known !== undefined) return known;
+    const firstParty = FIRST_PARTY_PROVIDERS[type];
+    if (firstParty !== undefined) return this.#firstParty(type, firstParty, baseDir);
     const isPath = type.startsWith('./') || type.startsWith('../') || isAbsolute(type);
     if (!isPath && !PACKAGE_NAME.test(type)) {
       throw new Error(
-        `unknown provider type "${type}"; use one of ${this.types().join(', ') || '(none built in)'} or an npm package name`,
+        `unknown provider type "${type}"; use one of ${this.#known()} or an npm package name`,
       );
     }
     const spec = isPath ? pathToFileURL(resolve(baseDir, type)).href : type;
@@ -117,26 +136,68 @@ export class ProviderRegistry {
           const code = (err as { code?: string }).code;
           if (code === 'ERR_MODULE_NOT_FOUND' && !isPath && !type.includes('/')) {
             throw new Error(
-              `unknown provider type "${type}": not built in (${this.types().join(', ') || 'none yet'}) and no installed npm package has that name`,
+              `unknown provider type "${type}": not one of ${this.#known()}, and no installed npm package has that name`,
             );
           }
           throw new Error(
             `cannot load provider type "${type}": ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
           );
         }
-        const m = mod.providerModule ?? mod.default;
-        if (!isModule(m)) {
-          throw new Error(
-            `"${type}" does not export a provider module (providerModule or default with type, configSchema, profile, classify, create)`,
-          );
-        }
-        return { module: m };
+        return { module: moduleOf(mod, type) };
       })();
       this.#imported.set(spec, p);
       p.catch(() => this.#imported.delete(spec));
     }
     return p;
   }
+
+  /** A first-party type by its short name: its package when installed, else an error naming it. */
+  #firstParty(type: string, pkg: string, baseDir: string): Promise<RegistryEntry> {
+    let p = this.#imported.get(pkg);
+    if (p === undefined) {
+      p = (async () => {
+        let mod: Record<string, unknown>;
+        try {
+          mod = (await importFrom(pkg, false, baseDir)) as Record<string, unknown>;
+        } catch (err) {
+          if (packageMissing(err, pkg)) {
+            throw new Error(
+              `provider type "${type}" comes from the package ${pkg}, which is not installed: run "npm install ${pkg}" beside the operator (the container image has it)`,
+            );
+          }
+          throw new Error(
+            `cannot load provider type "${type}" from ${pkg}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+          );
+        }
+        const m = moduleOf(mod, pkg);
+        if (m.type !== type) {
+          throw new Error(`${pkg} exports a provider module of type "${m.type}", not "${type}"`);
+        }
+        return { module: m };
+      })();
+      this.#imported.set(pkg, p);
+      p.catch(() => this.#imported.delete(pkg));
+    }
+    return p;
+  }
+}
+
+/** Whether `err` says that `pkg` itself (not one of its dependencies) is not installed. */
+function packageMissing(err: unknown, pkg: string): boolean {
+  const code = (err as { code?: string }).code;
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
+  return (err as Error).message.includes(`'${pkg}'`) || (err as Error).message.includes(`"${pkg}"`);
+}
+
+/** The module a provider package exports: `providerModule`, or a default export of that shape. */
+function moduleOf(mod: Record<string, unknown>, type: string): AnyProviderModule {
+  const m = mod.providerModule ?? mod.default;
+  if (!isModule(m)) {
+    throw new Error(
+      `"${type}" does not export a provider module (providerModule or default with type, configSchema, profile, classify, create)`,
+    );
+  }
+  return m;
 }
 
 /**

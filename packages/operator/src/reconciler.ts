@@ -20,7 +20,7 @@ import { instanceName } from './naming.js';
 import type { ConfiguredProvider, ProviderSet } from './providers.js';
 import { Backoff, type ReconcileResult } from './queue.js';
 import { FINALIZER, type ProxyObject, type ProxyStatus } from './schema.js';
-import type { ProxyStore } from './store.js';
+import type { EventType, ProxyStore } from './store.js';
 
 /** Timings of the reconciler, in milliseconds. */
 export interface ReconcilerOptions {
@@ -130,9 +130,28 @@ export class Reconciler {
     );
   }
 
-  #callOpts(): { signal: AbortSignal } {
-    const t = AbortSignal.timeout(this.#opts.callTimeoutMs);
-    return { signal: this.#signal ? AbortSignal.any([this.#signal, t]) : t };
+  /**
+   * Runs one provider call with the call deadline and the shutdown signal.
+   * The timer is cleared when the call settles: a burst of reconciles leaves
+   * no timers (nor signals) behind for the length of the deadline.
+   */
+  async #call<T>(fn: (opts: { signal: AbortSignal }) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    const ms = this.#opts.callTimeoutMs;
+    const timer = setTimeout(
+      () => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      ms,
+    );
+    const stop = this.#signal;
+    const onStop = () => ac.abort(stop?.reason);
+    if (stop?.aborted) onStop();
+    else stop?.addEventListener('abort', onStop, { once: true });
+    try {
+      return await fn({ signal: ac.signal });
+    } finally {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', onStop);
+    }
   }
 
   async #write(key: string, before: ProxyStatus, st: MutableStatus): Promise<void> {
@@ -196,6 +215,14 @@ export class Reconciler {
           await this.#write(key, before, st);
           return {};
         }
+        if (st.phase !== 'Replacing') {
+          this.#event(
+            key,
+            'Normal',
+            'Replacing',
+            `the spec changed; replacing instance ${st.providerID}`,
+          );
+        }
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', 'the spec changed; replacing the instance');
         if (!(await this.#deleteInstance(holder, st.providerID, obj.metadata.uid))) {
@@ -218,34 +245,44 @@ export class Reconciler {
       if (st.providerID === undefined) {
         if (st.phase !== 'Replacing') st.phase = 'Provisioning';
         const { namespace, name, uid } = obj.metadata;
-        const id = await cp.provider.create(
-          {
-            name: instanceName(namespace, name),
-            namespace,
-            uid,
-            port: obj.spec.port,
-            cloudInit: new TextEncoder().encode(renderCloudInit(obj.spec)),
-            placement: obj.spec.placement,
-            allowedSources: obj.spec.allowedSources,
-            installation: this.#providers.installation,
-          },
-          this.#callOpts(),
+        const id = await this.#call((o) =>
+          cp.provider.create(
+            {
+              name: instanceName(namespace, name),
+              namespace,
+              uid,
+              port: obj.spec.port,
+              cloudInit: new TextEncoder().encode(renderCloudInit(obj.spec)),
+              placement: obj.spec.placement,
+              allowedSources: obj.spec.allowedSources,
+              installation: this.#providers.installation,
+            },
+            o,
+          ),
         );
         st.providerID = id;
         st.instanceProvider = cp.name;
         st.specHash = hash;
         await this.#store.updateStatus(key, { ...st });
         log.info({ providerID: id }, 'instance created');
+        this.#event(key, 'Normal', 'Created', `created instance ${id} on provider ${cp.name}`);
       } else {
         st.specHash ??= hash;
         st.instanceProvider ??= cp.name;
       }
       let inst: Awaited<ReturnType<typeof cp.provider.get>>;
       try {
-        inst = await cp.provider.get(st.providerID, this.#callOpts());
+        const providerID = st.providerID;
+        inst = await this.#call((o) => cp.provider.get(providerID, o));
       } catch (err) {
         if (!isNotFound(err)) throw err;
         log.warn({ providerID: st.providerID }, 'instance vanished; creating it again');
+        this.#event(
+          key,
+          'Warning',
+          'InstanceVanished',
+          `instance ${st.providerID} disappeared; creating it again`,
+        );
         this.#clearInstance(st);
         st.phase = 'Provisioning';
         cond('Ready', 'False', 'InstanceVanished', 'the instance disappeared; creating it again');
@@ -255,6 +292,14 @@ export class Reconciler {
       if (inst.state !== undefined) st.instanceState = inst.state;
       else delete st.instanceState;
       if (inst.state === 'Stopped' || inst.state === 'Terminated') {
+        if (st.phase !== 'Replacing') {
+          this.#event(
+            key,
+            'Normal',
+            'Replacing',
+            `instance ${st.providerID} is ${inst.state}; replacing it`,
+          );
+        }
         st.phase = 'Replacing';
         cond('Ready', 'False', 'Replacing', `the instance is ${inst.state}; replacing it`);
         if (!(await this.#deleteInstance(cp, st.providerID, obj.metadata.uid))) {
@@ -290,6 +335,10 @@ export class Reconciler {
     }
   }
 
+  #event(key: string, type: EventType, reason: string, message: string): void {
+    this.#store.recordEvent?.(key, type, reason, message);
+  }
+
   #holder(st: MutableStatus, current: ConfiguredProvider): ConfiguredProvider | undefined {
     if (st.instanceProvider === undefined || st.instanceProvider === current.name) return current;
     return this.#providers.get(st.instanceProvider);
@@ -311,14 +360,14 @@ export class Reconciler {
    */
   async #deleteInstance(cp: ConfiguredProvider, id: string, uid: string): Promise<boolean> {
     try {
-      await cp.provider.delete(id, { ...this.#callOpts(), uid });
+      await this.#call((o) => cp.provider.delete(id, { ...o, uid }));
     } catch (err) {
       if (isNotFound(err)) return true;
       throw err;
     }
     if (cp.module.profile.deleteReturn !== 'returns-early') return true;
     try {
-      await cp.provider.get(id, this.#callOpts());
+      await this.#call((o) => cp.provider.get(id, o));
       return false;
     } catch (err) {
       if (isNotFound(err)) return true;
@@ -370,6 +419,7 @@ export class Reconciler {
         return { requeueAfter: this.#opts.deletionPollMs };
       }
       log.info({ providerID: st.providerID }, 'instance deleted; releasing the Proxy');
+      this.#event(key, 'Normal', 'Deleted', `deleted instance ${st.providerID}`);
     }
     await this.#store.removeFinalizer(key, FINALIZER);
     this.#quota.forget(key);
@@ -400,6 +450,12 @@ export class Reconciler {
       cond('Ready', 'False', 'PermanentError', message);
       await this.#write(key, before, st);
       log.warn({ err: message }, 'permanent provider error; latched until the spec changes');
+      this.#event(
+        key,
+        'Warning',
+        'Latched',
+        `permanent provider error, nothing more is tried until the spec changes: ${message}`,
+      );
       return {};
     }
     if (cls === 'QuotaExceeded') {

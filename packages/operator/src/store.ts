@@ -44,7 +44,19 @@ export interface ProxyStore {
   deleteHealth(name: string): Promise<void>;
   /** Every ProviderHealth. */
   listHealth(): ProviderHealth[];
+  /**
+   * Records an Event on a Proxy (create, replace, delete, latch). Stores
+   * without events leave it out; it never throws.
+   */
+  recordEvent?(key: string, type: EventType, reason: string, message: string): void;
+  /** Objects the store could not take (a manifest or spec that fails validation), each with its problem. */
+  problems?(): readonly string[];
+  /** UIDs of Proxies the store holds but cannot reconcile: GC never deletes their instances. */
+  protectedUids?(): ReadonlySet<string>;
 }
+
+/** The type of an Event, as Kubernetes has it. */
+export type EventType = 'Normal' | 'Warning';
 
 /**
  * A store in memory, with Kubernetes' semantics: `apply` creates or updates a
@@ -57,6 +69,8 @@ export class MemoryStore implements ProxyStore {
   readonly #health = new Map<string, ProviderHealth>();
   readonly #listeners = new Set<(key: string) => void>();
   readonly #now: () => Date;
+  /** The Events recorded, oldest first. */
+  readonly events: Array<{ key: string; type: EventType; reason: string; message: string }> = [];
 
   constructor(opts: { now?: () => Date } = {}) {
     this.#now = opts.now ?? (() => new Date());
@@ -151,6 +165,10 @@ export class MemoryStore implements ProxyStore {
 
   listHealth(): ProviderHealth[] {
     return [...this.#health.values()];
+  }
+
+  recordEvent(key: string, type: EventType, reason: string, message: string): void {
+    this.events.push({ key, type, reason, message });
   }
 
   #emit(key: string): void {

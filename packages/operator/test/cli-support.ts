@@ -91,6 +91,8 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?:
   return {
     exit,
     pid: child.pid,
+    /** The JSON log lines so far. */
+    logs,
     kill: (sig: NodeJS.Signals) => child.kill(sig),
     waitForLog: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 60_000) =>
       waitIn(logs, pick, ms),

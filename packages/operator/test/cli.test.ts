@@ -30,9 +30,16 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     expect(mode & 0o111).not.toBe(0);
   });
 
-  it('refuses run without --standalone (exit 2)', async () => {
-    const r = await runCli(['run']);
+  it('refuses run on Kubernetes with no cluster configured (exit 2), naming the ways to give one', async () => {
+    const r = await runCli(['run'], {
+      HOME: '/nonexistent',
+      KUBECONFIG: '',
+      KUBERNETES_SERVICE_HOST: '',
+    });
     expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      'no Kubernetes cluster configured: give --kubeconfig, set KUBECONFIG',
+    );
     expect(r.stderr).toContain('--standalone');
   });
 
@@ -119,6 +126,30 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     expect(st.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128/);
     const backend = JSON.parse(await readFile(ws.backendFile, 'utf8')) as unknown[];
     expect(backend).toHaveLength(1);
+  });
+
+  it('run lists the manifests that fail validation, with their problems, in its output', async () => {
+    await ws.writeProxy('web', 3128);
+    await writeFile(
+      `${ws.dir}/broken.yaml`,
+      'apiVersion: proxy-op.io/v1alpha1\nkind: Proxy\nmetadata: { name: x }\nspec: { provider: lab, port: 0, allowedSources: [10.0.0.0/8] }\n',
+    );
+    const r = await runCli(ws.runArgs(['--once', '--output', 'json']));
+    await rm(`${ws.dir}/broken.yaml`);
+    expect(r.code).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        phase: 'Invalid',
+        source: 'broken.yaml',
+        problem: 'spec.port: must be >= 1',
+      }),
+    );
+    // The valid manifest is reconciled all the same.
+    expect(lines).toContainEqual(expect.objectContaining({ proxy: 'default/web', phase: 'Ready' }));
   });
 
   it('serves /metrics, /healthz and /readyz while running, and stops on SIGTERM', async () => {

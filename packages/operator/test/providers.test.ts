@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   builtinProviders,
   DEFAULT_PROVIDER,
+  FIRST_PARTY_PROVIDERS,
   loadProvidersFile,
   localStateDir,
   ProviderRegistry,
@@ -227,5 +228,45 @@ describe('the built-in local provider as the standalone default', () => {
       ['one', { zone: 'z', stateDir: join(dir, 'proxies.state.one') }],
       ['two', { stateDir: '/srv/two' }],
     ]);
+  });
+});
+
+describe('first-party provider types by their short names', () => {
+  it('resolve to the installed packages', async () => {
+    const registry = new ProviderRegistry();
+    for (const [type, pkg] of Object.entries(FIRST_PARTY_PROVIDERS)) {
+      const entry = await registry.resolve(type, dir);
+      expect(entry.module.type, pkg).toBe(type);
+    }
+  });
+
+  it('load a package installed beside the providers file', async () => {
+    // Every first-party package is installed beside the operator in this checkout (and found
+    // there first), so a third-party name shows the lookup beside the file; the image test
+    // shows a first-party one missing.
+    const base = await mkdtemp(join(dir, 'beside-'));
+    const reference = import.meta.resolve('@proxy-op/providertest/reference');
+    const pkg = join(base, 'node_modules', '@acme', 'provider-lab');
+    await mkdir(pkg, { recursive: true });
+    await writeFile(
+      join(pkg, 'package.json'),
+      JSON.stringify({
+        name: '@acme/provider-lab',
+        type: 'module',
+        exports: { '.': './index.js' },
+      }),
+    );
+    await writeFile(
+      join(pkg, 'index.js'),
+      `import { providerModule as m } from ${JSON.stringify(reference)};\nexport const providerModule = { ...m, type: 'lab' };\n`,
+    );
+    await writeFile(
+      join(base, 'providers.yaml'),
+      'providers:\n  - name: lab\n    type: "@acme/provider-lab"\n    lab: {}\n',
+    );
+    const load = await loadProvidersFile(join(base, 'providers.yaml'), new ProviderRegistry());
+    expect(
+      load.ok ? load.config.providers.map((p) => [p.type, p.moduleType]) : load.problems,
+    ).toEqual([['@acme/provider-lab', 'lab']]);
   });
 });

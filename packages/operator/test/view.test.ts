@@ -1,0 +1,64 @@
+// Peer: none (the status view over a memory store, stdout captured).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MemoryStore, Operator, ProviderSet } from '../src/index.js';
+import { startStatusView } from '../src/view.js';
+import { spec } from './support.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+function capture(): string[] {
+  const out: string[] = [];
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out.push(String(chunk));
+    return true;
+  });
+  return out;
+}
+
+describe('the live table', () => {
+  it('lists the Proxies, then every invalid manifest with its problem, and counts them', () => {
+    const store = Object.assign(new MemoryStore(), {
+      problems: () => [
+        'broken.yaml: spec.port: must be >= 1',
+        'two.yaml (document 2): spec.allowedSources[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8',
+      ],
+    });
+    store.apply('default', 'web', spec({ provider: 'lab' }));
+    const operator = new Operator({ store, providers: new ProviderSet() });
+    const out = capture();
+    startStatusView(store, 'table', operator).stop();
+    const screen = (out.at(-1) ?? '').replace('\x1b[H\x1b[2J', '');
+    expect(screen.split('\n')).toEqual([
+      'NAMESPACE  NAME  PROVIDER  PHASE    ENDPOINT  AGE  ERROR',
+      'default    web   lab       Pending            0s',
+      '',
+      'INVALID                PROBLEM',
+      'broken.yaml            spec.port: must be >= 1',
+      'two.yaml (document 2)  spec.allowedSources[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8',
+      '',
+      'Pending 1, Invalid 2',
+      '',
+    ]);
+  });
+
+  it('prints one JSON line per problem when it appears, not again while it stays', () => {
+    let problems = ['broken.yaml: spec.port: must be >= 1'];
+    const store = Object.assign(new MemoryStore(), { problems: () => problems });
+    const operator = new Operator({ store, providers: new ProviderSet() });
+    const out = capture();
+    const view = startStatusView(store, 'json', operator);
+    view.stop();
+    problems = [
+      'broken.yaml: spec.port: must be >= 1',
+      'b.yaml: spec: must have required property',
+    ];
+    view.stop();
+    const lines = out.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => [l.phase, l.source, l.problem])).toEqual([
+      ['Invalid', 'broken.yaml', 'spec.port: must be >= 1'],
+      ['Invalid', 'b.yaml', 'spec: must have required property'],
+    ]);
+  });
+});
