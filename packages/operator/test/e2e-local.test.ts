@@ -43,7 +43,10 @@ async function alive(pid: number): Promise<boolean> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
-    return state !== 'Z' && state !== 'X';
+    if (state === 'Z' || state === 'X') return false;
+    // A pid another program has taken since is not the proxy: pids come round again.
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline === '' || cmdline.includes('proxy-server');
   } catch {
     return false;
   }

@@ -138,7 +138,13 @@ describeWithPeers(
       for (const f of await readdir(state).catch(() => [] as string[])) {
         if (!f.endsWith('.json')) continue;
         const rec = JSON.parse(await readFile(join(state, f), 'utf8')) as { pid?: number };
-        if (rec.pid !== undefined) {
+        // Only a process that still reads this state file is one of them: a recorded pid may
+        // have been taken by another program since.
+        const cmdline =
+          rec.pid === undefined
+            ? ''
+            : await readFile(`/proc/${rec.pid}/cmdline`, 'utf8').catch(() => '');
+        if (rec.pid !== undefined && cmdline.split('\0').includes(join(state, f))) {
           try {
             process.kill(rec.pid, 'SIGKILL');
           } catch {

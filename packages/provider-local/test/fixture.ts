@@ -29,8 +29,11 @@ import {
   type LocalSeam,
   localId,
   providerModule,
+  proxyProgramPath,
 } from '../src/index.js';
 import { CHECK_TARGETS } from '../src/provider.js';
+
+const PROGRAM = proxyProgramPath();
 
 /** Every pid any fixture spawned, so a suite's afterAll can make sure they are gone. */
 export const spawnedPids = new Set<number>();
@@ -38,6 +41,10 @@ export const spawnedPids = new Set<number>();
 /** Kills every process a fixture spawned (SIGKILL) and waits until they are gone. */
 export async function killAllSpawned(): Promise<void> {
   for (const pid of spawnedPids) {
+    // Most of these exited long ago, and pids come round again (32768 of them by default on
+    // Linux): only a process that still runs the proxy program is ours to kill, never what
+    // another suite on the machine started under a reused pid.
+    if (!exists(pid)) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -51,14 +58,19 @@ export async function killAllSpawned(): Promise<void> {
   spawnedPids.clear();
 }
 
-/** Whether a process with this pid exists and is not a zombie. */
+/**
+ * Whether a proxy process with this pid exists and is not a zombie: on Linux a pid that another
+ * program has taken since (its command line does not run the proxy program) counts as gone.
+ */
 export function exists(pid: number): boolean {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const st = text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
     // A zombie leader whose other threads still exit holds its sockets: not gone yet.
     if (st === 'Z' || st === 'X') return readdirSync(`/proc/${pid}/task`).length > 1;
-    return true;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    // An empty command line is a process on its way out (its memory gone, not yet its sockets).
+    return cmdline === '' || cmdline.split('\0').includes(PROGRAM);
   } catch {
     try {
       process.kill(pid, 0);
