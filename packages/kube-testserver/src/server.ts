@@ -208,9 +208,21 @@ export class KubeTestServer {
     const nsType = registry.find('', 'v1', 'namespaces')!;
     for (const name of INITIAL_NAMESPACES)
       engine.create(nsType, '', { metadata: { name } }, system);
-    const server = createServer({ key: certs.key, cert: certs.cert }, (req, res) => {
-      void handleRequest(ctx, req, res);
-    });
+    // The real API server keeps an idle connection 90 s and gives a request's headers 32 s
+    // (k8s.io/apiserver SecureServingInfo). Node's 5 s idle default would close connections
+    // its clients are about to reuse, a reset no real cluster produces at that pace.
+    const server = createServer(
+      {
+        key: certs.key,
+        cert: certs.cert,
+        keepAliveTimeout: 90_000,
+        headersTimeout: 32_000,
+        requestTimeout: 0,
+      },
+      (req, res) => {
+        void handleRequest(ctx, req, res);
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? defaults.port, '127.0.0.1', () => {

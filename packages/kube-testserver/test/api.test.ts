@@ -1,5 +1,6 @@
 // Peer: the server itself over HTTPS (node:https), held to the real API server's Status shapes and messages.
 import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { KubeTestServer } from '../src/index.js';
@@ -105,6 +106,42 @@ describe('authentication', () => {
       code: 401,
     });
   });
+});
+
+describe('connections', () => {
+  it('keeps an idle keep-alive connection open past five seconds, as the real server (90 s)', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: server.caCert });
+    try {
+      const get = () =>
+        new Promise<{ status: number; port: number }>((resolve, reject) => {
+          const req = request(
+            new URL('/version', server.url),
+            { agent, headers: { Authorization: `Bearer ${server.adminToken}` } },
+            (res) => {
+              res.resume();
+              res.on('end', () =>
+                resolve({ status: res.statusCode ?? 0, port: req.socket?.localPort ?? -1 }),
+              );
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      const first = await get();
+      let closed = false;
+      const [socket] = Object.values(agent.freeSockets).flat();
+      socket?.once('close', () => {
+        closed = true;
+      });
+      await new Promise((r) => setTimeout(r, 6000));
+      expect(closed, 'the server closed the idle connection').toBe(false);
+      const second = await get();
+      expect([first.status, second.status]).toEqual([200, 200]);
+      expect(second.port, 'the same connection, reused').toBe(first.port);
+    } finally {
+      agent.destroy();
+    }
+  }, 20_000);
 });
 
 describe('objects', () => {
