@@ -1,5 +1,7 @@
-// Peer: the proxy program spawned as a child process, a TCP echo origin on 127.0.0.1 and many
-// raw clients: concurrent CONNECT tunnels, bounded in count and time, nothing leaked.
+// Peer: the proxy program spawned as a child process, a TCP echo origin and node:http origins on
+// 127.0.0.1, and many raw and node:http clients: concurrent CONNECT tunnels and forwarded
+// requests, bounded in count and time, nothing leaked.
+import { createServer as createHttpServer, request } from 'node:http';
 import type { Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAllSpawned } from './fixture.js';
@@ -7,6 +9,7 @@ import {
   eventually,
   fdCount,
   freePort,
+  listen,
   type RunningProxy,
   rawTunnel,
   rssKb,
@@ -81,5 +84,77 @@ describe(`${TUNNELS} concurrent CONNECT tunnels through one proxy`, () => {
     expect(ownBack, `test fds back to ${ownFds}, now ${fdCount(process.pid)}`).toBe(true);
     expect(peakFds).toBeGreaterThan(proxyFds); // the tunnels really ran at once
     expect(proxy.child.exitCode).toBeNull();
+  }, 60_000);
+});
+
+const REQUESTS = 300;
+
+describe(`${REQUESTS} concurrent forwarded requests to two origins through one proxy`, () => {
+  let http: RunningProxy;
+  const origins: ReturnType<typeof createHttpServer>[] = [];
+  const ports: number[] = [];
+
+  beforeAll(async () => {
+    for (let i = 0; i < 2; i++) {
+      const o = createHttpServer((req, res) => {
+        res.writeHead(200, { 'content-length': 2 });
+        res.end('ok');
+        req.resume();
+      });
+      // Origins keep idle connections for long: only the proxy's originIdleMs closes them.
+      o.keepAliveTimeout = 60_000;
+      origins.push(o);
+      ports.push(await listen(o));
+    }
+    const address = '127.0.4.21';
+    http = await startProgram({
+      address,
+      port: await freePort(address),
+      limits: { originIdleMs: 300 },
+    });
+  }, 30_000);
+
+  afterAll(async () => {
+    await stopProgram(http);
+    for (const o of origins) o.close();
+  });
+
+  const get = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: http.address,
+        port: http.port,
+        path: `http://127.0.0.1:${port}/`,
+        agent: false,
+      });
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+
+  it('all are answered, and the connections to clients and origins are all released', async () => {
+    await get(ports[0] ?? 0); // warm up, then let its origin connection go idle and close
+    await new Promise((r) => setTimeout(r, 1_500));
+    const proxyFds = fdCount(http.pid);
+    const ownFds = fdCount(process.pid);
+    let peakFds = proxyFds;
+    const sampler = setInterval(() => {
+      peakFds = Math.max(peakFds, fdCount(http.pid));
+    }, 20);
+    const statuses = await Promise.all(
+      Array.from({ length: REQUESTS }, (_, i) => get(ports[i % 2] ?? 0)),
+    );
+    clearInterval(sampler);
+    expect(statuses).toEqual(Array.from({ length: REQUESTS }, () => 200));
+    // Idle origin connections close after originIdleMs; client connections as they end.
+    const proxyBack = await eventually(() => fdCount(http.pid) <= proxyFds);
+    const ownBack = await eventually(() => fdCount(process.pid) <= ownFds);
+    expect(proxyBack, `proxy fds back to ${proxyFds}, now ${fdCount(http.pid)}`).toBe(true);
+    expect(ownBack, `test fds back to ${ownFds}, now ${fdCount(process.pid)}`).toBe(true);
+    expect(peakFds).toBeGreaterThan(proxyFds);
+    expect(http.child.exitCode).toBeNull();
   }, 60_000);
 });

@@ -1,0 +1,78 @@
+/**
+ * The proxy's access log: one JSON line per request, appended to a file.
+ * Lines are gathered for the rest of the event-loop turn and written in one
+ * go; a backlog the disk cannot keep up with is bounded, and what is dropped
+ * is counted and said on close.
+ *
+ * @module
+ */
+import { createWriteStream } from 'node:fs';
+
+/** One access-log line. */
+export interface AccessLogEntry {
+  readonly time: string;
+  readonly client: string;
+  readonly method: string;
+  readonly target: string;
+  readonly status: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly durationMs: number;
+}
+
+/** An open access log. */
+export interface AccessLog {
+  /** Resolves once the file is open (or could not be). */
+  readonly ready: Promise<void>;
+  write(e: AccessLogEntry): void;
+  /** Writes what is gathered, notes any dropped lines, and closes the file. */
+  close(): Promise<void>;
+}
+
+/** Largest access-log backlog kept in memory; lines beyond it are dropped and counted. */
+const LOG_BACKLOG_BYTES = 1 << 20;
+
+/** Opens `path` for appending. */
+export function openAccessLog(path: string): AccessLog {
+  const stream = createWriteStream(path, { flags: 'a' });
+  const ready = new Promise<void>((resolve) => {
+    stream.once('open', () => resolve());
+    stream.once('error', () => resolve());
+  });
+  let dropped = 0;
+  let pending = '';
+  let scheduled = false;
+  stream.on('error', () => {
+    dropped++;
+  });
+  const flush = () => {
+    scheduled = false;
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    if (!stream.destroyed && !stream.writableEnded) stream.write(text);
+  };
+  return {
+    ready,
+    write(e) {
+      if (stream.destroyed || stream.writableEnded) return;
+      if (stream.writableLength + pending.length > LOG_BACKLOG_BYTES) {
+        dropped++;
+        return;
+      }
+      pending += `${JSON.stringify(e)}\n`;
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        flush();
+        if (dropped > 0 && !stream.destroyed) {
+          stream.write(`${JSON.stringify({ time: new Date().toISOString(), dropped })}\n`);
+        }
+        stream.end(() => r());
+      }),
+  };
+}
