@@ -6,7 +6,9 @@
 // Run with `npm run bench` (after `npm run build`). BENCH_ROUNDS (default 3) sets the rounds,
 // BENCH_SECONDS (default 3) the length of each measurement. SQUID names the squid binary (default
 // `squid` on the PATH or /usr/sbin/squid); without one the Squid column is left out and the run
-// says how to install it.
+// says how to install it. BENCH_BASELINE names another build of the proxy program
+// (`.../dist/proxy-server.js`, say of main) to run as a fourth column, so a change is measured
+// against what it replaces in the same run.
 //
 // The same client (this process, node:http with a keep-alive Agent, raw sockets for CONNECT)
 // measures all three columns; the origin runs in a process of its own. Squid gets a config of
@@ -178,14 +180,55 @@ async function startSquid(binary: string): Promise<Squid> {
   };
 }
 
-function answers(port: number): Promise<boolean> {
+function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port }, () => {
+    const s = connect({ host, port }, () => {
       s.destroy();
       resolve(true);
     });
     s.on('error', () => resolve(false));
   });
+}
+
+// ---- another build of the proxy program, to compare a change with ----------------------------
+
+async function startBaseline(
+  program: string,
+): Promise<{ child: ChildProcess; host: string; port: number; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'provider-local-bench-baseline-'));
+  const host = '127.0.5.250';
+  const port = await freePort();
+  const config = join(dir, 'proxy.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      name: 'baseline',
+      address: host,
+      port,
+      allowedSources: ['127.0.0.0/8'],
+      accessLog: join(dir, 'access.log'),
+    }),
+  );
+  const child = spawn(process.execPath, [program, '--config', config], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 10_000;
+  while (!(await answers(port, host))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`${program} did not start`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, host, port, stop };
 }
 
 // ---- the client ---------------------------------------------------------------------------
@@ -321,6 +364,7 @@ const base = {
 };
 const squidBinary = findSquid();
 let squid: Squid | undefined;
+let baseline: Awaited<ReturnType<typeof startBaseline>> | undefined;
 
 try {
   // Start time: Create (which returns once the proxy answers) until Get says Running.
@@ -351,6 +395,18 @@ try {
       host: '127.0.0.1',
       port: squid.port,
       pid: squid.child.pid,
+      path: absolute,
+      tunnels: true,
+    });
+  }
+  const baselineProgram = process.env.BENCH_BASELINE;
+  if (baselineProgram !== undefined && baselineProgram !== '') {
+    baseline = await startBaseline(baselineProgram);
+    columns.push({
+      name: 'baseline',
+      host: baseline.host,
+      port: baseline.port,
+      pid: baseline.child.pid,
       path: absolute,
       tunnels: true,
     });
@@ -459,10 +515,13 @@ try {
     ...measures.flatMap((m) => m.rows),
     ['added p50 latency over direct', 'ms', false],
   ];
-  const squidName = columns.find((c) => c.name.startsWith('Squid'))?.name;
+  // Ratio columns: the local proxy against Squid, and against the baseline build when run.
+  const against = columns
+    .filter((c) => c.name.startsWith('Squid') || c.name === 'baseline')
+    .map((c) => ({ title: `local / ${c.name.split(' ')[0]}`, name: c.name }));
   console.log(
     `node ${process.version}, ${cpus().length} CPUs, origin, proxies and client on loopback; ` +
-      `${ROUNDS} alternating rounds of ${SECONDS} s; access log on in both proxies` +
+      `${ROUNDS} alternating rounds of ${SECONDS} s; access log on in every proxy` +
       (squid === undefined ? '' : `; Squid runs as ${squid.user}`),
   );
   console.log(
@@ -474,14 +533,12 @@ try {
   );
   console.log(
     'cells: median of the rounds (best round), every round listed below the table; ' +
-      'local / Squid compares the medians: above 1 is better for req/s and MiB/s, ' +
+      'a ratio compares the medians: above 1 is better for req/s and MiB/s, ' +
       'below 1 is better for ms and memory\n',
   );
-  const header = columns.map((c) => c.name);
-  console.log(
-    `| measure | ${header.join(' | ')} |${squidName === undefined ? '' : ' local / Squid |'}`,
-  );
-  console.log(`|---|${header.map(() => '---|').join('')}${squidName === undefined ? '' : '---|'}`);
+  const header = [...columns.map((c) => c.name), ...against.map((a) => a.title)];
+  console.log(`| measure | ${header.join(' | ')} |`);
+  console.log(`|---|${header.map(() => '---|').join('')}`);
   for (const [row, unit, higher] of rows) {
     const byCol = results.get(row);
     if (byCol === undefined) continue;
@@ -491,14 +548,14 @@ try {
       const best = higher ? Math.max(...xs) : Math.min(...xs);
       return `${fmt(median(xs))} ${unit} (${fmt(best)})`;
     });
-    let ratio = '';
-    if (squidName !== undefined) {
-      const l = byCol.get('local proxy');
-      const s = byCol.get(squidName);
-      ratio =
-        l !== undefined && s !== undefined ? ` ${(median(l) / median(s)).toFixed(2)} |` : ' — |';
-    }
-    console.log(`| ${row} | ${cells.join(' | ')} |${ratio}`);
+    const local = byCol.get('local proxy');
+    const ratios = against.map((a) => {
+      const other = byCol.get(a.name);
+      return local === undefined || other === undefined
+        ? '—'
+        : (median(local) / median(other)).toFixed(2);
+    });
+    console.log(`| ${row} | ${[...cells, ...ratios].join(' | ')} |`);
   }
   console.log('\nevery round:');
   for (const [row, unit] of rows) {
@@ -523,6 +580,7 @@ try {
 } finally {
   for (const i of await provider.listByTag()) await provider.delete(i.id);
   await squid?.stop();
+  await baseline?.stop();
   origin.child.kill('SIGTERM');
   rmSync(stateDir, { recursive: true, force: true });
 }

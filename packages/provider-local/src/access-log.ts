@@ -1,8 +1,11 @@
 /**
  * The proxy's access log: one JSON line per request, appended to a file.
- * Lines are gathered for the rest of the event-loop turn and written in one
- * go; a backlog the disk cannot keep up with is bounded, and what is dropped
- * is counted and said on close.
+ * As Squid's buffered `stdio:` log, lines are gathered and written together,
+ * so a busy proxy spends no write on each request: a line after a quiet
+ * spell is written at the end of the event-loop turn, the lines that follow
+ * it at most {@link FLUSH_MS} ms later (at once when {@link FLUSH_BYTES}
+ * have gathered), and everything on close. A backlog the disk cannot keep
+ * up with is bounded, and what is dropped is counted and said on close.
  *
  * @module
  */
@@ -31,6 +34,10 @@ export interface AccessLog {
 
 /** Largest access-log backlog kept in memory; lines beyond it are dropped and counted. */
 const LOG_BACKLOG_BYTES = 1 << 20;
+/** Writes of gathered lines are at least this far apart, in ms. */
+export const FLUSH_MS = 100;
+/** Gathered lines are written at once when they reach this size. */
+export const FLUSH_BYTES = 64 * 1024;
 
 /** Opens `path` for appending. */
 export function openAccessLog(path: string): AccessLog {
@@ -42,11 +49,16 @@ export function openAccessLog(path: string): AccessLog {
   let dropped = 0;
   let pending = '';
   let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
+  let lastFlush = Number.NEGATIVE_INFINITY;
   stream.on('error', () => {
     dropped++;
   });
   const flush = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
     scheduled = false;
+    lastFlush = performance.now();
     if (pending === '') return;
     const text = pending;
     pending = '';
@@ -61,9 +73,15 @@ export function openAccessLog(path: string): AccessLog {
         return;
       }
       pending += `${JSON.stringify(e)}\n`;
-      if (!scheduled) {
+      if (pending.length >= FLUSH_BYTES) flush();
+      else if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        const wait = lastFlush + FLUSH_MS - performance.now();
+        if (wait <= 0) setImmediate(flush);
+        else {
+          timer = setTimeout(flush, wait);
+          timer.unref();
+        }
       }
     },
     close: () =>

@@ -308,8 +308,7 @@ export class ClientConn {
     this.served++;
     if (this.mode === DONE) return;
     if (!keepAlive || this.ctx.closing || (this.ended && this.buf === undefined)) {
-      this.mode = DONE;
-      this.socket.end();
+      this.finish(false);
       return;
     }
     this.mode = HEAD;
@@ -331,7 +330,7 @@ export class ClientConn {
         `${close ? 'Connection: close\r\n' : ''}\r\n${body}`,
     );
     // Health probes are not proxy traffic: answered, never logged.
-    if (close) this.finish();
+    if (close) this.finish(false);
     else this.exchangeDone(true);
   }
 
@@ -364,7 +363,7 @@ export class ClientConn {
       bytesOut: 0,
       durationMs: Math.round(performance.now() - started),
     });
-    this.finish();
+    this.finish(false);
   }
 
   /** A request we cannot read: a bare status, and the connection ends. */
@@ -373,15 +372,22 @@ export class ClientConn {
     this.write(
       `HTTP/1.1 ${status} ${REASONS[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
     );
-    this.finish();
+    // The client may still be sending what we could not read: it gets time to read the answer.
+    this.finish(true);
   }
 
-  /** Ends the connection once what was written is sent; cut a second later at most. */
-  private finish(): void {
+  /**
+   * Ends the connection. After a whole request, it closes once what was
+   * written is sent (as node:http does); after one it could not read, it
+   * lingers until the client closes too, reading and dropping what comes;
+   * either way it is cut a second later at most.
+   */
+  private finish(linger: boolean): void {
     this.mode = DONE;
     this.buf = undefined;
     if (this.paused) this.socket.resume(); // read and drop what the client still sends
-    this.socket.end();
+    if (linger) this.socket.end();
+    else this.socket.destroySoon();
     setTimeout(() => this.socket.destroy(), 1_000).unref();
   }
 

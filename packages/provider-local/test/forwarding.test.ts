@@ -242,13 +242,19 @@ describe('connections to origins are kept open and reused', () => {
       }
       expect(o.seen.map((s) => s.url)).toEqual(Array.from({ length: 10 }, (_, i) => `/n${i}`));
       expect(o.accepted).toBe(1);
-      // Each request still has its own access-log line.
-      const logged = (await readFile(proxy.accessLog, 'utf8'))
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { target: string; status: number })
-        .filter((l) => l.target.startsWith(`http://127.0.0.1:${o.port}/n`));
-      expect(logged.map((l) => l.status)).toEqual(Array.from({ length: 10 }, () => 200));
+      // Each request still has its own access-log line (written within a moment).
+      const logged = async () =>
+        (await readFile(proxy.accessLog, 'utf8'))
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { target: string; status: number })
+          .filter((l) => l.target.startsWith(`http://127.0.0.1:${o.port}/n`))
+          .map((l) => l.status);
+      const want = Array.from({ length: 10 }, () => 200);
+      for (let i = 0; i < 100 && (await logged()).length < want.length; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(await logged()).toEqual(want);
     } finally {
       o.server.close();
     }
