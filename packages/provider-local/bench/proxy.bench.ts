@@ -261,6 +261,13 @@ function get(agent: Agent, c: Column, p: string): Promise<number> {
   });
 }
 
+/** CPU time (user and system) of a process so far, in ms (Linux counts it in 10 ms ticks). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 function rssKb(pid: number | undefined): number {
   if (pid === undefined) return 0;
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -272,11 +279,12 @@ async function load(
   c: Column,
   concurrency: number,
   one: (agent: Agent) => Promise<number>,
-): Promise<{ count: number; bytes: number; seconds: number; rssPeakKb: number }> {
+): Promise<{ count: number; bytes: number; seconds: number; rssPeakKb: number; cpuMs: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   let count = 0;
   let bytes = 0;
   let rssPeakKb = rssKb(c.pid);
+  const cpu0 = cpuMs(c.pid);
   const sampler = setInterval(() => {
     rssPeakKb = Math.max(rssPeakKb, rssKb(c.pid));
   }, 100);
@@ -293,8 +301,9 @@ async function load(
   const seconds = (performance.now() - t0) / 1000;
   clearInterval(sampler);
   rssPeakKb = Math.max(rssPeakKb, rssKb(c.pid));
+  const cpu = cpuMs(c.pid) - cpu0;
   agent.destroy();
-  return { count, bytes, seconds, rssPeakKb };
+  return { count, bytes, seconds, rssPeakKb, cpuMs: cpu };
 }
 
 /** One CONNECT tunnel (or a direct connection) to the source; resolves with the bytes read. */
@@ -331,6 +340,9 @@ function tunnelDownload(c: Column, sourcePort: number): Promise<number> {
 
 async function latency(c: Column): Promise<{ p50: number; p99: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  // Half a second unrecorded first, so what the previous measure left behind settles.
+  const settle = performance.now() + 500;
+  while (performance.now() < settle) await get(agent, c, '/small');
   const times: number[] = [];
   const end = performance.now() + SECONDS * 1000;
   while (performance.now() < end) {
@@ -420,23 +432,25 @@ try {
     tunnels: true,
   });
 
-  type Row = readonly [label: string, unit: string, higherIsBetter: boolean];
+  /** A row of the table; `proxyOnly` rows have no value for the direct column. */
+  type Row = readonly [label: string, unit: string, higherIsBetter: boolean, proxyOnly?: boolean];
   // Each measure feeds the rows it names, one value per row and round.
   const measures: { readonly rows: readonly Row[]; run(c: Column): Promise<number[]> }[] = [
     {
       rows: [
         ['small GETs, 32 concurrent', 'req/s', true],
-        ['proxy RSS peak, small GETs', 'MiB', false],
+        ['proxy CPU time per small GET', 'µs', false, true],
+        ['proxy RSS peak, small GETs', 'MiB', false, true],
       ],
       async run(c) {
         const r = await load(c, 32, (a) => get(a, c, '/small'));
-        return [r.count / r.seconds, r.rssPeakKb / 1024];
+        return [r.count / r.seconds, (r.cpuMs * 1000) / r.count, r.rssPeakKb / 1024];
       },
     },
     {
       rows: [
         ['1 MiB GETs, 8 concurrent', 'MiB/s', true],
-        ['proxy RSS peak, 1 MiB GETs', 'MiB', false],
+        ['proxy RSS peak, 1 MiB GETs', 'MiB', false, true],
       ],
       async run(c) {
         const r = await load(c, 8, (a) => get(a, c, '/big'));
@@ -446,7 +460,7 @@ try {
     {
       rows: [
         ['CONNECT tunnels, 4 concurrent, 16 MiB each', 'MiB/s', true],
-        ['proxy RSS peak, tunnels', 'MiB', false],
+        ['proxy RSS peak, tunnels', 'MiB', false, true],
       ],
       async run(c) {
         const r = await load(c, 4, () => tunnelDownload(c, origin.source));
@@ -513,7 +527,7 @@ try {
   };
   const rows: Row[] = [
     ...measures.flatMap((m) => m.rows),
-    ['added p50 latency over direct', 'ms', false],
+    ['added p50 latency over direct', 'ms', false, true],
   ];
   // Ratio columns: the local proxy against Squid, and against the baseline build when run.
   const against = columns
@@ -539,12 +553,12 @@ try {
   const header = [...columns.map((c) => c.name), ...against.map((a) => a.title)];
   console.log(`| measure | ${header.join(' | ')} |`);
   console.log(`|---|${header.map(() => '---|').join('')}`);
-  for (const [row, unit, higher] of rows) {
+  for (const [row, unit, higher, proxyOnly] of rows) {
     const byCol = results.get(row);
     if (byCol === undefined) continue;
     const cells = columns.map((c) => {
       const xs = byCol.get(c.name);
-      if (xs === undefined || (c.pid === undefined && unit === 'MiB')) return '—';
+      if (xs === undefined || (proxyOnly && c.pid === undefined)) return '—';
       const best = higher ? Math.max(...xs) : Math.min(...xs);
       return `${fmt(median(xs))} ${unit} (${fmt(best)})`;
     });
@@ -558,11 +572,11 @@ try {
     console.log(`| ${row} | ${[...cells, ...ratios].join(' | ')} |`);
   }
   console.log('\nevery round:');
-  for (const [row, unit] of rows) {
+  for (const [row, unit, , proxyOnly] of rows) {
     const byCol = results.get(row);
     if (byCol === undefined) continue;
     const parts = columns
-      .filter((c) => byCol.has(c.name) && !(c.pid === undefined && unit === 'MiB'))
+      .filter((c) => byCol.has(c.name) && !(proxyOnly && c.pid === undefined))
       .map((c) => `${c.name} ${(byCol.get(c.name) ?? []).map(fmt).join(', ')}`);
     console.log(`- ${row} (${unit}): ${parts.join('; ')}`);
   }
