@@ -378,17 +378,19 @@ export class ClientConn {
 
   /**
    * Ends the connection. After a whole request, it closes once what was
-   * written is sent (as node:http does); after one it could not read, it
-   * lingers until the client closes too, reading and dropping what comes;
-   * either way it is cut a second later at most.
+   * written is sent (as node:http does), however slowly the client reads
+   * it (the idle timeout still applies); after one it could not read, it
+   * lingers until the client closes too, reading and dropping what comes,
+   * and is cut a second later at most.
    */
   private finish(linger: boolean): void {
     this.mode = DONE;
     this.buf = undefined;
     if (this.paused) this.socket.resume(); // read and drop what the client still sends
-    if (linger) this.socket.end();
-    else this.socket.destroySoon();
-    setTimeout(() => this.socket.destroy(), 1_000).unref();
+    if (linger) {
+      this.socket.end();
+      setTimeout(() => this.socket.destroy(), 1_000).unref();
+    } else this.socket.destroySoon();
   }
 
   private connect(head: RequestHead, started: number): void {
