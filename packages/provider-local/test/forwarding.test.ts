@@ -385,15 +385,14 @@ describe('per-origin limits', () => {
     });
     try {
       const all = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => {
-          const r = get(limited, `http://127.0.0.1:${o.port}/w${i}`, {
+        Array.from({ length: 6 }, (_, i) =>
+          get(limited, `http://127.0.0.1:${o.port}/w${i}`, {
             onSent: () => {
               sent++;
               release();
             },
-          });
-          return r;
-        }),
+          }),
+        ),
       );
       expect(all.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       expect(o.maxOpen).toBe(2);
