@@ -168,7 +168,9 @@ export async function testConfig(patch: Record<string, unknown> = {}): Promise<L
   const result = await configSchema['~standard'].validate({
     stateDir,
     addressRange: TEST_RANGE,
-    timeouts: { startMs: 10_000, stopMs: 3_000, probeMs: 500, fileMs: CALL_BUDGET_MS },
+    // Generous start and probe times: on a loaded machine a new Node.js process takes seconds to
+    // answer, and a probe that times out would read a running proxy as Provisioning.
+    timeouts: { startMs: 30_000, stopMs: 3_000, probeMs: 5_000, fileMs: CALL_BUDGET_MS },
     ...patch,
   });
   if (result.issues !== undefined) throw new Error(JSON.stringify(result.issues));

@@ -51,8 +51,8 @@ export async function startProgram(config: {
   const pid = child.pid as number;
   spawnedPids.add(pid);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const deadline = Date.now() + 10_000;
-  while (!(await probeHealth('under-test', config.address, config.port, 500))) {
+  const deadline = Date.now() + 30_000; // a safety net: a loaded machine starts Node.js slowly
+  while (!(await probeHealth('under-test', config.address, config.port, 2_000))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       throw new Error(`the proxy program did not start: ${stderr}`);
     }
@@ -95,8 +95,11 @@ export function rssKb(pid: number): number {
   return Number(m?.[1] ?? 0);
 }
 
-/** Polls `fn` until it is true or `ms` pass; resolves with the last answer. */
-export async function eventually(fn: () => boolean, ms = 10_000): Promise<boolean> {
+/**
+ * Polls `fn` until it is true or `ms` pass; resolves with the last answer. The deadline is a
+ * safety net for a loaded machine, never a measure: what is awaited must happen by itself.
+ */
+export async function eventually(fn: () => boolean, ms = 30_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (!fn()) {
     if (Date.now() > deadline) return false;
