@@ -141,6 +141,45 @@ async function readProviders(
     : { ok: false, file, problems: load.problems };
 }
 
+/**
+ * Watches the providers file and applies each valid version to the operator,
+ * one reload at a time; an invalid version is logged and the providers in
+ * use are kept. `settled` resolves once the reloads begun have finished.
+ */
+function reloadProvidersOnChange(o: {
+  file: string;
+  explicit: string | undefined;
+  registry: ProviderRegistry;
+  operator: Operator;
+  logger: Logger;
+  pollMs: number | undefined;
+  build: (config: ProvidersConfig | undefined) => Promise<ProvidersConfig>;
+}): { stopWatching(): void; settled(): Promise<void> } {
+  let reloading = Promise.resolve();
+  const stopWatching = watchProvidersFile(
+    o.file,
+    () => {
+      reloading = reloading.then(async () => {
+        const again = await readProviders(o.explicit, o.registry);
+        if (!again.ok) {
+          o.logger.error(
+            { problems: again.problems },
+            'providers file is invalid; keeping the old one',
+          );
+          return;
+        }
+        await o.operator
+          .applyProviders(await o.build(again.config))
+          .catch((err: unknown) =>
+            o.logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
+          );
+      });
+    },
+    o.pollMs,
+  );
+  return { stopWatching, settled: () => reloading };
+}
+
 async function loadProviders(explicit: string | undefined, registry: ProviderRegistry) {
   const read = await readProviders(explicit, registry);
   if (!read.ok) {
@@ -452,28 +491,15 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
   operator.start();
   ready = true;
 
-  let reloading = Promise.resolve();
-  const stopWatch = watchProvidersFile(
-    read.file,
-    () => {
-      reloading = reloading.then(async () => {
-        const again = await readProviders(values.providers, registry);
-        if (!again.ok) {
-          logger.error(
-            { problems: again.problems },
-            'providers file is invalid; keeping the old one',
-          );
-          return;
-        }
-        await operator
-          .applyProviders(await standaloneProviders(again.config, registry, stateFile))
-          .catch((err: unknown) =>
-            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
-          );
-      });
-    },
-    providersPollMs,
-  );
+  const reloader = reloadProvidersOnChange({
+    file: read.file,
+    explicit: values.providers,
+    registry,
+    operator,
+    logger,
+    pollMs: providersPollMs,
+    build: (c) => standaloneProviders(c, registry, stateFile),
+  });
 
   const view = startStatusView(store, output, operator);
   const done = () =>
@@ -518,13 +544,13 @@ async function cmdRun(argv: string[], mode: 'run' | 'down' = 'run'): Promise<num
     }
   });
   view.stop();
-  stopWatch();
+  reloader.stopWatching();
   if (once && (opts.gcIntervalMs ?? 0) > 0) {
     // One last GC pass, so a run with --once also collects what a crash left behind.
     await operator.runGc();
   }
   await operator.stop();
-  await reloading;
+  await reloader.settled();
   await store.close();
   await providers.close();
   if (http !== undefined) await new Promise((r) => http?.server.close(r));
@@ -687,28 +713,15 @@ async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
   for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
   operator.start();
   logger.info({ proxies: store.list().length }, 'reconciling');
-  let reloading = Promise.resolve();
-  const stopWatch = watchProvidersFile(
-    read.file,
-    () => {
-      reloading = reloading.then(async () => {
-        const again = await readProviders(o.providersFile, registry);
-        if (!again.ok) {
-          logger.error(
-            { problems: again.problems },
-            'providers file is invalid; keeping the old one',
-          );
-          return;
-        }
-        await operator
-          .applyProviders(await config(again.config))
-          .catch((err: unknown) =>
-            logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
-          );
-      });
-    },
-    o.providersPollMs,
-  );
+  const reloader = reloadProvidersOnChange({
+    file: read.file,
+    explicit: o.providersFile,
+    registry,
+    operator,
+    logger,
+    pollMs: o.providersPollMs,
+    build: config,
+  });
   const view = startStatusView(store, o.output, operator);
   const stopped = new Promise<'signal'>((r) =>
     stop.signal.addEventListener('abort', () => r('signal'), { once: true }),
@@ -717,11 +730,11 @@ async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
     stopped,
     elector?.lost.then(() => 'lost' as const) ?? new Promise<never>(() => {}),
   ]);
-  stopWatch();
+  reloader.stopWatching();
   view.stop();
   // Leadership lost: another replica may lead any moment, so nothing more is done here.
   await operator.stop({ graceMs: outcome === 'lost' ? 0 : o.shutdownGraceMs });
-  await reloading;
+  await reloader.settled();
   await store.close();
   await providers.close();
   if (outcome === 'lost') return finish(1);

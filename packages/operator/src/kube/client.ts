@@ -8,7 +8,7 @@
  * @module
  */
 import { existsSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent, type RequestOptions, request } from 'node:https';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -125,8 +125,8 @@ export class KubeClient {
       ca?: unknown;
       cert?: unknown;
       key?: unknown;
-      rejectUnauthorized?: boolean;
-      servername?: string;
+      rejectUnauthorized?: boolean | undefined;
+      servername?: string | undefined;
     },
     auth: string | undefined,
     opts: KubeClientOptions,
@@ -184,10 +184,10 @@ export class KubeClient {
     if (!cluster.server.startsWith('https://')) {
       throw new Error(`the API server ${cluster.server} is not https; only https is used`);
     }
-    const tls: { ca?: unknown; cert?: unknown; key?: unknown; headers?: Record<string, string> } =
-      {};
+    const tls: RequestOptions = {};
     await kc.applyToHTTPSOptions(tls);
-    return new KubeClient(kc, tls, tls.headers?.Authorization, opts);
+    const auth = (tls.headers as Record<string, string> | undefined)?.Authorization;
+    return new KubeClient(kc, tls, auth, opts);
   }
 
   async #authorization(): Promise<string | undefined> {
