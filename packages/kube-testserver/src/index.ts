@@ -9,6 +9,8 @@ export {
   Faults,
   KubeTestServer,
   type KubeTestServerOptions,
+  type Reply,
+  type RequestOptions,
 } from './server.js';
 export type { ServingCertificates } from './tls.js';
 export { servingCertificates } from './tls.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
+import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { INITIAL_NAMESPACES } from './builtins.js';
 import { Engine } from './engine.js';
@@ -134,6 +134,27 @@ function randomToken(): string {
  * real one. See the package README for what it implements and what it does
  * not.
  */
+/** What {@link KubeTestServer.request} sends besides the method and path. */
+export interface RequestOptions {
+  /** A JSON value (sent as JSON) or a string (sent as is). */
+  readonly body?: unknown;
+  /** Default `application/json` when there is a body. */
+  readonly contentType?: string;
+  /** Default the admin token. */
+  readonly token?: string;
+  readonly accept?: string;
+}
+
+/** One HTTP exchange with the server. */
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  /** The body parsed as JSON, or `undefined` when it is not JSON. */
+  // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON, shape unknown
+  readonly body: any;
+}
+
 export class KubeTestServer {
   /** `https://127.0.0.1:<port>` */
   readonly url: string;
@@ -304,6 +325,55 @@ export class KubeTestServer {
    */
   settled(): Promise<void> {
     return this.#ctx.engine.settled();
+  }
+
+  /**
+   * Sends one request over HTTPS (trusting the server's CA) as the admin, or
+   * as `opts.token`, and reads the whole answer: for tests that speak the
+   * API without a client library.
+   */
+  request(method: string, path: string, opts: RequestOptions = {}): Promise<Reply> {
+    const payload =
+      opts.body === undefined
+        ? undefined
+        : typeof opts.body === 'string'
+          ? opts.body
+          : JSON.stringify(opts.body);
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(new URL(path, this.url), {
+        method,
+        ca: this.caCert,
+        headers: {
+          Authorization: `Bearer ${opts.token ?? this.adminToken}`,
+          ...(payload === undefined
+            ? {}
+            : {
+                'Content-Type': opts.contentType ?? 'application/json',
+                'Content-Length': String(Buffer.byteLength(payload)),
+              }),
+          ...(opts.accept === undefined ? {} : { Accept: opts.accept }),
+        },
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => {
+          let body: unknown;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
   }
 
   /** The latest resourceVersion the server has committed. */

@@ -1,67 +1,16 @@
 import { request as httpsRequest } from 'node:https';
-import type { KubeTestServer } from '../src/index.js';
+import type { KubeTestServer, Reply, RequestOptions } from '../src/index.js';
 
-/** One HTTP exchange with the server. */
-export interface Reply {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: test convenience for reading JSON bodies
-  readonly body: any;
-}
+export type { Reply } from '../src/index.js';
 
 /** Sends one request to the server over HTTPS, trusting its CA. */
 export function call(
   server: KubeTestServer,
   method: string,
   path: string,
-  opts: { body?: unknown; contentType?: string; token?: string; accept?: string } = {},
+  opts: RequestOptions = {},
 ): Promise<Reply> {
-  const url = new URL(path, server.url);
-  const payload =
-    opts.body === undefined
-      ? undefined
-      : typeof opts.body === 'string'
-        ? opts.body
-        : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      url,
-      {
-        method,
-        ca: server.caCert,
-        headers: {
-          Authorization: `Bearer ${opts.token ?? server.adminToken}`,
-          ...(payload === undefined
-            ? {}
-            : {
-                'Content-Type': opts.contentType ?? 'application/json',
-                'Content-Length': String(Buffer.byteLength(payload)),
-              }),
-          ...(opts.accept === undefined ? {} : { Accept: opts.accept }),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          text += d;
-        });
-        res.on('end', () => {
-          let body: unknown;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
-      },
-    );
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
+  return server.request(method, path, opts);
 }
 
 /** Opens a watch and collects its event lines until `stop()`. */

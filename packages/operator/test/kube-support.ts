@@ -1,7 +1,6 @@
 // Test support for the Kubernetes store: the Kubernetes API test server (held to kubectl and
 // client-node) with the operator's CRDs, plain HTTPS calls to it, and the operator in process.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeTestServer } from '@proxy-op/kube-testserver';
@@ -21,50 +20,18 @@ export interface Reply {
   readonly body: any;
 }
 
-/** Sends one request to the server (admin unless a token is given). */
-export function call(
+/** Sends one request to the server (admin unless a token is given); a body that is not JSON as text. */
+export async function call(
   server: KubeTestServer,
   method: string,
   path: string,
   opts: { body?: unknown; contentType?: string; token?: string } = {},
 ): Promise<Reply> {
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL(path, server.url),
-      {
-        method,
-        ca: server.caCert,
-        headers: {
-          Authorization: `Bearer ${opts.token ?? server.adminToken}`,
-          ...(payload === undefined
-            ? {}
-            : {
-                'Content-Type': opts.contentType ?? 'application/json',
-                'Content-Length': String(Buffer.byteLength(payload)),
-              }),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          text += d;
-        });
-        res.on('end', () => {
-          let body: unknown;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            body = text;
-          }
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
+  const r = await server.request(method, path, {
+    ...opts,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   });
+  return { status: r.status, body: r.body ?? r.text };
 }
 
 /** Creates (or replaces) the operator's CRDs and waits until they are served. */

@@ -4,7 +4,6 @@
  *
  * @module
  */
-import { request as httpsRequest } from 'node:https';
 import type { KubeTestServer } from '@proxy-op/kube-testserver';
 
 /** One answer of the test server. */
@@ -16,46 +15,17 @@ export interface Reply {
 }
 
 /** Sends one request to the test server with the admin token (or `token`). */
-export function admin(
+export async function admin(
   server: KubeTestServer,
   method: string,
   path: string,
   opts: { body?: unknown; contentType?: string; token?: string } = {},
 ): Promise<Reply> {
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(new URL(path, server.url), {
-      method,
-      ca: server.caCert,
-      headers: {
-        Authorization: `Bearer ${opts.token ?? server.adminToken}`,
-        ...(payload === undefined
-          ? {}
-          : {
-              'Content-Type': opts.contentType ?? 'application/json',
-              'Content-Length': String(Buffer.byteLength(payload)),
-            }),
-      },
-    });
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        text += d;
-      });
-      res.on('end', () => {
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, text, body });
-      });
-    });
-    req.on('error', reject);
-    req.end(payload);
+  const r = await server.request(method, path, {
+    ...opts,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   });
+  return { status: r.status, text: r.text, body: r.body };
 }
 
 /** Like {@link admin}, but fails on a status outside 2xx. */
