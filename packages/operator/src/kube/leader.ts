@@ -178,22 +178,12 @@ export class LeaderElector {
     const acquired = ours && spec.acquireTime !== undefined ? new Date(spec.acquireTime) : now;
     const transitions = (spec.leaseTransitions ?? 0) + (ours ? 0 : 1);
     try {
-      const written = await this.#client.request<Lease>({
-        operation: `${ours ? 'renewing' : 'taking'} the leader election Lease ${this.#namespace}/${this.name}`,
-        method: 'PUT',
-        path: this.#path,
-        body: {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: {
-            name: this.name,
-            namespace: this.#namespace,
-            resourceVersion: lease.metadata.resourceVersion,
-          },
-          spec: this.#spec(acquired, now, transitions),
-        },
+      const written = await this.#put(
+        ours ? 'renewing' : 'taking',
+        lease,
+        this.#spec(acquired, now, transitions),
         signal,
-      });
+      );
       this.#took(written, mono);
       return true;
     } catch (err) {
@@ -202,6 +192,26 @@ export class LeaderElector {
       this.#lease = undefined;
       return false;
     }
+  }
+
+  /** Replaces the Lease read as `lease` (a 409 when someone wrote it since). */
+  #put(verb: string, lease: Lease, spec: LeaseSpec, signal: AbortSignal): Promise<Lease> {
+    return this.#client.request<Lease>({
+      operation: `${verb} the leader election Lease ${this.#namespace}/${this.name}`,
+      method: 'PUT',
+      path: this.#path,
+      body: {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: {
+          name: this.name,
+          namespace: this.#namespace,
+          resourceVersion: lease.metadata.resourceVersion,
+        },
+        spec,
+      },
+      signal,
+    });
   }
 
   #spec(acquired: Date, renewed: Date, transitions: number): LeaseSpec {
@@ -302,27 +312,17 @@ export class LeaderElector {
       for (let attempt = 0; attempt < 3 && lease !== undefined; attempt++) {
         const now = new Date();
         try {
-          await this.#client.request<Lease>({
-            operation: `releasing the leader election Lease ${this.#namespace}/${this.name}`,
-            method: 'PUT',
-            path: this.#path,
-            body: {
-              apiVersion: 'coordination.k8s.io/v1',
-              kind: 'Lease',
-              metadata: {
-                name: this.name,
-                namespace: this.#namespace,
-                resourceVersion: lease.metadata.resourceVersion,
-              },
-              spec: {
-                leaseDurationSeconds: 1,
-                acquireTime: microTime(now),
-                renewTime: microTime(now),
-                leaseTransitions: lease.spec?.leaseTransitions ?? 0,
-              },
+          await this.#put(
+            'releasing',
+            lease,
+            {
+              leaseDurationSeconds: 1,
+              acquireTime: microTime(now),
+              renewTime: microTime(now),
+              leaseTransitions: lease.spec?.leaseTransitions ?? 0,
             },
             signal,
-          });
+          );
           this.#log.info({}, 'released the Lease');
           return;
         } catch (err) {
