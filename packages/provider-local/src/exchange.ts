@@ -329,13 +329,18 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     if (this.finished) return;
     this.finished = true;
     if (this.waiting) this.conn.ctx.pool.cancel(this.target.host, this.target.port, this);
+    this.dropUpstream();
+    this.log(this.status === 0 ? 502 : this.status);
+  }
+
+  /** Lets go of the origin connection, which cannot be reused mid-answer. */
+  private dropUpstream(): void {
     const u = this.upstream;
     this.upstream = undefined;
     if (u !== undefined) {
       u.owner = undefined;
       u.socket.destroy();
     }
-    this.log(this.status === 0 ? 502 : this.status);
   }
 
   /** Answers the client with an error, or cuts it when the answer had begun. */
@@ -346,12 +351,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       return;
     }
     this.finished = true;
-    const u = this.upstream;
-    this.upstream = undefined;
-    if (u !== undefined) {
-      u.owner = undefined;
-      u.socket.destroy();
-    }
+    this.dropUpstream();
     this.conn.answer(
       status,
       text,
@@ -366,12 +366,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   private cut(): void {
     if (this.finished) return;
     this.finished = true;
-    const u = this.upstream;
-    this.upstream = undefined;
-    if (u !== undefined) {
-      u.owner = undefined;
-      u.socket.destroy();
-    }
+    this.dropUpstream();
     this.log(502);
     this.conn.destroy();
   }
