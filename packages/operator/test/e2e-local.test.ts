@@ -1,13 +1,18 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer as createHttpServer, request, type Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import { describeWithPeers, openTunnel, selfSignedCert } from '@proxy-op/testkit';
+import {
+  describeWithPeers,
+  openTunnel,
+  requestThroughProxy,
+  selfSignedCert,
+} from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { runCli, spawnCli } from './cli-support.js';
@@ -79,21 +84,7 @@ function viaProxy(
   url: string,
   localAddress: string,
 ): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: proxy.address, port: proxy.port, path: url, agent: false, localAddress },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          body += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+  return requestThroughProxy(proxy, url, { localAddress });
 }
 
 /** An HTTPS GET over an open tunnel, the certificate checked against `ca`. */

@@ -3,12 +3,12 @@
 // with the shipped ServiceAccount's token and exactly the shipped RBAC, over the reference
 // provider (file-backed, fixtures/file-provider.mjs) and the local provider (real proxies).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeWithPeers, runProcess } from '@proxy-op/testkit';
+import { describeWithPeers, requestThroughProxy, runProcess } from '@proxy-op/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { spawnCli } from './cli-support.js';
@@ -51,21 +51,7 @@ type Spawned = ReturnType<typeof spawnCli>;
 
 function viaProxy(proxyUrl: string, target: string): Promise<{ status: number; body: string }> {
   const p = new URL(proxyUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: p.hostname, port: Number(p.port), path: target, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          body += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+  return requestThroughProxy({ address: p.hostname, port: Number(p.port) }, target);
 }
 
 describeWithPeers(

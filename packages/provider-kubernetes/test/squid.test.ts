@@ -7,7 +7,7 @@ import { type AddressInfo, connect, createServer, type Server as NetServer } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { describeWithPeers, which } from '@proxy-op/testkit';
+import { describeWithPeers, requestThroughProxy, which } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { CHECK_POD_NAME } from '../src/check.js';
 import { buildPod, type PodPlan, SQUID_CONF_ANNOTATION } from '../src/pod.js';
@@ -103,25 +103,7 @@ function viaProxy(
   localAddress: string,
   url: string,
 ): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1',
-      port: proxyPort,
-      path: url,
-      localAddress,
-      agent: false,
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return requestThroughProxy({ address: '127.0.0.1', port: proxyPort }, url, { localAddress });
 }
 
 /** A CONNECT through the proxy: its status, and what came back through the tunnel for `ping`. */

@@ -3,10 +3,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer as createHttpServer, request, type Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requestThroughProxy } from '@proxy-op/testkit';
 import { probeHealth, proxyProgramPath } from '../src/seam.js';
 import { spawnedPids } from './fixture.js';
 
@@ -208,32 +209,13 @@ export function rawTunnel(
   });
 }
 
-/** A request through the proxy (absolute URI); resolves with status, headers and body. */
+/** A request through the proxy (absolute URI); resolves with status and body. */
 export function viaProxy(
   proxy: { address: string; port: number },
   url: string,
   opts: { method?: string; body?: string; localAddress?: string } = {},
 ): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: proxy.address,
-      port: proxy.port,
-      method: opts.method ?? 'GET',
-      path: url,
-      agent: false,
-      localAddress: opts.localAddress,
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+  return requestThroughProxy(proxy, url, opts);
 }
 
 export { selfSignedCert } from '@proxy-op/testkit';

@@ -1,7 +1,7 @@
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
 export { type ProcessRun, runProcess } from './process.js';
-export { openTunnel } from './proxy-client.js';
+export { openTunnel, requestThroughProxy } from './proxy-client.js';
 export {
   parseReadmeExamples,
   parseReadmeFileBlocks,

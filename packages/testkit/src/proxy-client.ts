@@ -35,3 +35,37 @@ export function openTunnel(
     req.end();
   });
 }
+
+/**
+ * Sends one plain-HTTP request through a forward proxy (the absolute URI as
+ * the request target) on a connection of its own, and resolves with the
+ * status and the body as text. `localAddress` picks the client's source
+ * address, to test `allowedSources` from another loopback address.
+ */
+export function requestThroughProxy(
+  proxy: { address: string; port: number },
+  url: string,
+  opts: { method?: string; body?: string; localAddress?: string | undefined } = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: proxy.address,
+      port: proxy.port,
+      method: opts.method ?? 'GET',
+      path: url,
+      agent: false,
+      ...(opts.localAddress === undefined ? {} : { localAddress: opts.localAddress }),
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        body += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
