@@ -1,14 +1,9 @@
 // Peer: a real Google Cloud project, only when the GCP_TEST_* variables are set (README,
 // Testing). It creates one e2-micro instance (and, with GCP_TEST_FIREWALL_SOURCE, one firewall
 // rule) and deletes them again.
-import {
-  createProvider,
-  errorClassOf,
-  isNotFound,
-  type Logger,
-  type Provider,
-} from '@proxy-op/contract';
+import { createProvider, errorClassOf, isNotFound, type Provider } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
+import { consoleLogger, durationFromEnv, teeLogger } from '@proxy-op/testkit';
 import { describe, expect, it } from 'vitest';
 import { firewallName, parseId, providerModule } from '../src/index.js';
 
@@ -21,56 +16,8 @@ if (missing.length > 0) {
   );
 }
 
-/** GCP_TEST_TIMEOUT: `15m`, `90s` or plain seconds; default 15 minutes. */
-function parseTimeout(text: string | undefined): number {
-  const m = /^(\d+)(m|s)?$/.exec(text ?? '');
-  if (m === null) return 15 * 60_000;
-  return Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);
-}
-const timeoutMs = parseTimeout(env.GCP_TEST_TIMEOUT);
-
-/** GCP_TEST_LOG_LEVEL (`debug`, `trace`) prints the provider's lines at that level and above. */
-function consoleLogger(level: string | undefined): Logger {
-  const order = ['trace', 'debug', 'info', 'warn', 'error'];
-  const min = order.indexOf(level ?? 'warn');
-  const make = (bindings: Record<string, unknown>): Logger => {
-    const at =
-      (l: string) =>
-      (a: Record<string, unknown> | string, msg?: string): void => {
-        if (order.indexOf(l) < min) return;
-        const [fields, text] = typeof a === 'string' ? [{}, a] : [a, msg ?? ''];
-        console.error(l, text, JSON.stringify({ ...bindings, ...fields }));
-      };
-    return {
-      trace: at('trace'),
-      debug: at('debug'),
-      info: at('info'),
-      warn: at('warn'),
-      error: at('error'),
-      child: (b) => make({ ...bindings, ...b }),
-    };
-  };
-  return make({});
-}
-
-function tee(a: Logger, b: Logger): Logger {
-  const both =
-    (k: 'trace' | 'debug' | 'info' | 'warn' | 'error') =>
-    (x: Record<string, unknown> | string, m?: string): void => {
-      for (const l of [a, b]) {
-        if (typeof x === 'string') l[k](x);
-        else l[k](x, m);
-      }
-    };
-  return {
-    trace: both('trace'),
-    debug: both('debug'),
-    info: both('info'),
-    warn: both('warn'),
-    error: both('error'),
-    child: (bindings) => tee(a.child(bindings), b.child(bindings)),
-  };
-}
+/** GCP_TEST_TIMEOUT: `15m`, `90s` or plain seconds. */
+const timeoutMs = durationFromEnv(env.GCP_TEST_TIMEOUT, 15 * 60_000);
 
 function config(): Record<string, unknown> {
   const source = env.GCP_TEST_FIREWALL_SOURCE;
@@ -115,7 +62,8 @@ describe.skipIf(missing.length > 0)('a real Google Cloud project', () => {
     async () => {
       const logs = createLogSink();
       const spans = createSpanRecorder();
-      const logger = tee(logs.logger, consoleLogger(env.GCP_TEST_LOG_LEVEL));
+      // GCP_TEST_LOG_LEVEL (`debug`, `trace`) prints the provider's lines at that level and above.
+      const logger = teeLogger(logs.logger, consoleLogger(env.GCP_TEST_LOG_LEVEL));
       const provider: Provider = await createProvider(providerModule, 'gcp-test', config(), {
         logger,
         tracer: spans.tracer,

@@ -1,13 +1,8 @@
 // Peer: a real Proxmox VE host, only when the PROXMOX_TEST_* variables are set.
 import { readFileSync } from 'node:fs';
-import {
-  createProvider,
-  errorClassOf,
-  isNotFound,
-  type Logger,
-  type Provider,
-} from '@proxy-op/contract';
+import { createProvider, errorClassOf, isNotFound, type Provider } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
+import { consoleLogger, durationFromEnv, teeLogger } from '@proxy-op/testkit';
 import { Agent, fetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { parseId } from '../src/id.js';
@@ -28,37 +23,8 @@ if (missing.length > 0) {
     `skipping the real-host Proxmox tests: set ${missing.join(', ')} (see README, Testing)`,
   );
 }
-/** PROXMOX_TEST_TIMEOUT: `20m`, `90s` or plain seconds; default 20 minutes. */
-function parseTimeout(text: string | undefined): number {
-  const m = /^(\d+)(m|s)?$/.exec(text ?? '');
-  if (m === null) return 20 * 60_000;
-  return Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);
-}
-const timeoutMs = parseTimeout(env.PROXMOX_TEST_TIMEOUT);
-
-/** PROXMOX_TEST_LOG_LEVEL (`debug`, `trace`) prints the provider's lines at that level and above. */
-function consoleLogger(level: string | undefined): Logger {
-  const order = ['trace', 'debug', 'info', 'warn', 'error'];
-  const min = order.indexOf(level ?? 'warn');
-  const make = (bindings: Record<string, unknown>): Logger => {
-    const at =
-      (l: string) =>
-      (a: Record<string, unknown> | string, msg?: string): void => {
-        if (order.indexOf(l) < min) return;
-        const [fields, text] = typeof a === 'string' ? [{}, a] : [a, msg ?? ''];
-        console.error(l, text, JSON.stringify({ ...bindings, ...fields }));
-      };
-    return {
-      trace: at('trace'),
-      debug: at('debug'),
-      info: at('info'),
-      warn: at('warn'),
-      error: at('error'),
-      child: (b) => make({ ...bindings, ...b }),
-    };
-  };
-  return make({});
-}
+/** PROXMOX_TEST_TIMEOUT: `15m`, `90s` or plain seconds. */
+const timeoutMs = durationFromEnv(env.PROXMOX_TEST_TIMEOUT, 20 * 60_000);
 
 function config(): Record<string, unknown> {
   const vmidRange =
@@ -89,24 +55,6 @@ function config(): Record<string, unknown> {
 }
 
 /** A logger writing every line to both `a` and `b`. */
-function tee(a: Logger, b: Logger): Logger {
-  const both =
-    (k: 'trace' | 'debug' | 'info' | 'warn' | 'error') =>
-    (x: Record<string, unknown> | string, m?: string): void => {
-      for (const l of [a, b]) {
-        if (typeof x === 'string') l[k](x);
-        else l[k](x, m);
-      }
-    };
-  return {
-    trace: both('trace'),
-    debug: both('debug'),
-    info: both('info'),
-    warn: both('warn'),
-    error: both('error'),
-    child: (bindings) => tee(a.child(bindings), b.child(bindings)),
-  };
-}
 
 /** A GET of the PVE API with the test's token, for what the seam has no method for (storage content). */
 async function pveGet(path: string): Promise<unknown> {
@@ -160,7 +108,8 @@ describe.skipIf(missing.length > 0)('a real Proxmox VE host', () => {
       const logs = createLogSink();
       const spans = createSpanRecorder();
       const sentinel = `CLOUDINIT-SENTINEL-${Date.now()}`;
-      const logger = tee(logs.logger, consoleLogger(env.PROXMOX_TEST_LOG_LEVEL));
+      // PROXMOX_TEST_LOG_LEVEL (`debug`, `trace`) prints the provider's lines at that level and above.
+      const logger = teeLogger(logs.logger, consoleLogger(env.PROXMOX_TEST_LOG_LEVEL));
       const p: Provider = await createProvider(providerModule, 'proxmox-test', config(), {
         logger,
         tracer: spans.tracer,

@@ -1,3 +1,10 @@
+export {
+  consoleLogger,
+  durationFromEnv,
+  type LogFn,
+  type TestLogger,
+  teeLogger,
+} from './logging.js';
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
 export { type ProcessRun, runProcess } from './process.js';
