@@ -303,30 +303,35 @@ providers:
   };
 }
 
+/** Starts the store as the ServiceAccount: the scenario of the rights it needs to start. */
+function startScenario(failure: string): Scenario {
+  return async () => {
+    const { logger, lines } = memoryLogger();
+    let store: KubeStore | undefined;
+    const started = KubeStore.start({
+      client: sa,
+      logger,
+      signal: AbortSignal.timeout(8000),
+    }).then(
+      (s) => {
+        store = s;
+      },
+      () => {},
+    );
+    try {
+      return await outcome(lines, failure, () => store !== undefined);
+    } finally {
+      await started;
+      await store?.close();
+    }
+  };
+}
+
 /** The scenario of each rule, by `resources verbs`: what the rule grants, and the operation. */
 const SCENARIOS: Record<string, { operation: string; run: Scenario }> = {
   'proxies list,watch': {
     operation: 'listing Proxies',
-    run: async () => {
-      const { logger, lines } = memoryLogger();
-      let store: KubeStore | undefined;
-      const started = KubeStore.start({
-        client: sa,
-        logger,
-        signal: AbortSignal.timeout(8000),
-      }).then(
-        (s) => {
-          store = s;
-        },
-        () => {},
-      );
-      try {
-        return await outcome(lines, 'the Proxy informer failed', () => store !== undefined);
-      } finally {
-        await started;
-        await store?.close();
-      }
-    },
+    run: startScenario('the Proxy informer failed'),
   },
   'proxies get': {
     operation: 're-reading Proxy',
@@ -348,26 +353,7 @@ const SCENARIOS: Record<string, { operation: string; run: Scenario }> = {
   },
   'providerhealths list': {
     operation: 'listing ProviderHealth',
-    run: async () => {
-      const { logger, lines } = memoryLogger();
-      let store: KubeStore | undefined;
-      const started = KubeStore.start({
-        client: sa,
-        logger,
-        signal: AbortSignal.timeout(8000),
-      }).then(
-        (s) => {
-          store = s;
-        },
-        () => {},
-      );
-      try {
-        return await outcome(lines, 'listing ProviderHealth failed', () => store !== undefined);
-      } finally {
-        await started;
-        await store?.close();
-      }
-    },
+    run: startScenario('listing ProviderHealth failed'),
   },
   'providerhealths get': {
     operation: 're-reading ProviderHealth',
