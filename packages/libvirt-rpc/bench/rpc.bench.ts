@@ -132,9 +132,9 @@ try {
     const line = IN_FLIGHT.map((w) => {
       const a = runs.get(`ours ${w}`)![round]!;
       const b = runs.get(`C ${w}`)![round]!;
-      return `${w}: ${ratio(a.rate, b.rate)}`;
-    }).join('  ');
-    console.log(`round ${round + 1}: this client / C client at ${line}`);
+      return `${w}: ${a.rate.toFixed(0)}/${b.rate.toFixed(0)} = ${ratio(a.rate, b.rate)}`;
+    }).join(', ');
+    console.log(`round ${round + 1} (calls/s, this client/C client, in flight): ${line}`);
   }
   await client.close();
   await clientKa.close();
