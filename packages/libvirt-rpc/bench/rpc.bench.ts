@@ -1,13 +1,17 @@
-// Small calls per second (sequential and concurrent, one connection) and
-// volume upload throughput, side by side with libvirt's C client
-// (python3-libvirt) and `virsh vol-upload` on the same private libvirtd.
+// Small calls per second at 1, 8, 64 and 256 calls in flight on one
+// connection, and volume upload throughput, side by side with libvirt's C
+// client (python3-libvirt, one thread per call in flight, all on one
+// connection) and `virsh vol-upload` on the same private libvirtd. Each call
+// row also shows the CPU the daemon and the client used while it ran (100% is
+// one core), so a reader can tell when the daemon is the limit.
 // Run with `npm run bench` after `npm run build`, as root. BENCH_SECONDS sets
 // how long each call loop runs (default 3), BENCH_ROUNDS how many alternating
 // rounds are run (default 3, best kept), BENCH_UPLOAD_MIB the upload size
-// (default 512).
+// (default 512; 0 skips the upload).
 import { execFile } from 'node:child_process';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { mkdir, open, stat } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startLibvirtd } from '@proxy-op/libvirt-harness';
@@ -16,109 +20,145 @@ import { connect, type LibvirtClient, unixDialer } from '@proxy-op/libvirt-rpc';
 const exec = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const UPLOAD_MIB = Number(process.env.BENCH_UPLOAD_MIB ?? 512);
-const WINDOW = 64;
+const IN_FLIGHT = [1, 8, 64, 256];
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PYTHON = '/usr/bin/python3';
+const TICK = Number((await exec('getconf', ['CLK_TCK'])).stdout);
 
-async function sequential(c: LibvirtClient): Promise<number> {
+interface Rate {
+  /** Calls per second. */
+  rate: number;
+  /** CPU the daemon used meanwhile, in cores. */
+  daemon: number;
+  /** CPU the client used meanwhile, in cores. */
+  client: number;
+}
+
+/** CPU seconds a process has used (all its threads, user and system). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+
+/** `inFlight` loops of calls on one connection for SECONDS seconds. */
+async function ours(c: LibvirtClient, inFlight: number, daemonPid: number): Promise<Rate> {
   for (let i = 0; i < 2000; i++) await c.connectGetLibVersion(); // warm up
   const end = Date.now() + SECONDS * 1000;
   let n = 0;
-  const t0 = performance.now();
-  while (Date.now() < end) {
-    await c.connectGetLibVersion();
-    n++;
-  }
-  return n / ((performance.now() - t0) / 1000);
-}
-
-async function concurrent(c: LibvirtClient): Promise<number> {
-  const end = Date.now() + SECONDS * 1000;
-  let n = 0;
+  const d0 = cpuSeconds(daemonPid);
+  const u0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: WINDOW }, async () => {
+    Array.from({ length: inFlight }, async () => {
       while (Date.now() < end) {
         await c.connectGetLibVersion();
         n++;
       }
     }),
   );
-  return n / ((performance.now() - t0) / 1000);
+  const s = (performance.now() - t0) / 1000;
+  const u = process.cpuUsage(u0);
+  return {
+    rate: n / s,
+    daemon: (cpuSeconds(daemonPid) - d0) / s,
+    client: (u.user + u.system) / 1e6 / s,
+  };
 }
 
-async function pythonRate(uri: string, mode: 'seq' | 'conc'): Promise<number> {
+/** The same with the C client: `inFlight` threads calling on one connection. */
+async function theirs(uri: string, inFlight: number, daemonPid: number): Promise<Rate> {
   const script = `
-import libvirt, time, threading, sys
+import libvirt, threading, time, resource, json, os
+TICK = os.sysconf('SC_CLK_TCK')
+def daemon_cpu():
+    f = open('/proc/${daemonPid}/stat').read().split(') ')[1].split(' ')
+    return (int(f[11]) + int(f[12])) / TICK
+def own_cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 c = libvirt.open(${JSON.stringify(uri)})
 for _ in range(2000): c.getLibVersion()
-S = ${SECONDS}
-if sys.argv[1] == 'seq':
-    t = time.time(); n = 0
-    while time.time() - t < S:
-        c.getLibVersion(); n += 1
-    print(n / (time.time() - t))
-else:
-    count = [0] * ${WINDOW}
-    stop = time.time() + S
-    def work(i):
-        while time.time() < stop:
-            c.getLibVersion(); count[i] += 1
-    t = time.time()
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(${WINDOW})]
-    for th in ts: th.start()
-    for th in ts: th.join()
-    print(sum(count) / (time.time() - t))
+count = [0] * ${inFlight}
+stop = time.time() + ${SECONDS}
+def work(i):
+    while time.time() < stop:
+        c.getLibVersion(); count[i] += 1
+ts = [threading.Thread(target=work, args=(i,)) for i in range(${inFlight})]
+d0, u0, t0 = daemon_cpu(), own_cpu(), time.time()
+for th in ts: th.start()
+for th in ts: th.join()
+s = time.time() - t0
+print(json.dumps({'rate': sum(count) / s, 'daemon': (daemon_cpu() - d0) / s, 'client': (own_cpu() - u0) / s}))
 `;
-  return Number((await exec(PYTHON, ['-c', script, mode], { timeout: 120_000 })).stdout);
+  return JSON.parse((await exec(PYTHON, ['-c', script], { timeout: 120_000 })).stdout) as Rate;
 }
 
 const fmt = (n: number) => n.toFixed(0).padStart(9);
+const pct = (n: number) => `${(n * 100).toFixed(0)}%`.padStart(5);
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
+console.log(`load average before: ${load()}`);
 const daemon = await startLibvirtd();
 try {
   const uri = daemon.uri('test:///default');
-  const ours = await connect({
+  const client = await connect({
     dialer: unixDialer(daemon.socket),
     uri: 'test:///default',
     keepalive: false,
   });
-  const oursKa = await connect({ dialer: unixDialer(daemon.socket), uri: 'test:///default' });
-  // Rounds alternate between the clients and the best of each is kept, so a
-  // burst of load on a shared machine does not decide the comparison.
-  const r = { seq: [] as number[], seqKa: [] as number[], conc: [] as number[] };
-  const py = { seq: [] as number[], conc: [] as number[] };
+  const clientKa = await connect({ dialer: unixDialer(daemon.socket), uri: 'test:///default' });
+  // Rounds alternate between the clients (which one goes first alternates
+  // too) and the best of each is kept, so a burst of load on a shared
+  // machine does not decide the comparison.
+  // Warm up the JIT and the daemon's worker threads before anything is timed.
+  await ours(client, 64, daemon.pid);
+  await ours(clientKa, 1, daemon.pid);
+  const runs = new Map<string, Rate[]>();
+  const add = (key: string, r: Rate) => runs.set(key, [...(runs.get(key) ?? []), r]);
   for (let round = 0; round < ROUNDS; round++) {
-    r.seq.push(await sequential(ours));
-    py.seq.push(await pythonRate(uri, 'seq'));
-    r.seqKa.push(await sequential(oursKa));
-    r.conc.push(await concurrent(ours));
-    py.conc.push(await pythonRate(uri, 'conc'));
+    for (const w of IN_FLIGHT) {
+      const pair: [string, () => Promise<Rate>][] = [
+        [`ours ${w}`, () => ours(client, w, daemon.pid)],
+        [`C ${w}`, () => theirs(uri, w, daemon.pid)],
+      ];
+      if (round % 2 === 1) pair.reverse();
+      for (const [key, run] of pair) add(key, await run());
+    }
+    add('ours 1 keepalive', await ours(clientKa, 1, daemon.pid));
+    const line = IN_FLIGHT.map((w) => {
+      const a = runs.get(`ours ${w}`)![round]!;
+      const b = runs.get(`C ${w}`)![round]!;
+      return `${w}: ${a.rate.toFixed(0)}/${b.rate.toFixed(0)} = ${ratio(a.rate, b.rate)}`;
+    }).join(', ');
+    console.log(`round ${round + 1} (calls/s, this client/C client, in flight): ${line}`);
   }
-  await ours.close();
-  await oursKa.close();
-  const top = (xs: number[]) => Math.max(...xs);
-  const [seq, seqKa, conc, pySeq, pyConc] = [r.seq, r.seqKa, r.conc, py.seq, py.conc].map(top) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  await client.close();
+  await clientKa.close();
+  const best = (key: string) => runs.get(key)!.reduce((a, b) => (b.rate > a.rate ? b : a));
 
   console.log(
-    `small calls (CONNECT_GET_LIB_VERSION on test:///default), best of ${ROUNDS} rounds of ${SECONDS} s`,
+    `\nsmall calls (CONNECT_GET_LIB_VERSION on test:///default), calls/s, best of ${ROUNDS} alternating rounds of ${SECONDS} s;`,
   );
-  console.log('                                  this client   C client   ratio');
-  console.log(`sequential calls/s               ${fmt(seq)}  ${fmt(pySeq)}   ${ratio(seq, pySeq)}`);
-  console.log(
-    `sequential calls/s, keepalive on ${fmt(seqKa)}  ${fmt(pySeq)}   ${ratio(seqKa, pySeq)}`,
-  );
-  console.log(
-    `concurrent calls/s (${WINDOW} in flight)${fmt(conc)}  ${fmt(pyConc)}   ${ratio(conc, pyConc)}`,
-  );
+  console.log('CPU is in cores x 100 while the round ran (daemon / client)');
+  console.log('in flight        this client  daemon client     C client  daemon client   ratio');
+  const row = (label: string, a: Rate, b: Rate) =>
+    console.log(
+      `${label.padEnd(15)}${fmt(a.rate)}    ${pct(a.daemon)}  ${pct(a.client)}    ${fmt(b.rate)}    ${pct(b.daemon)}  ${pct(b.client)}   ${ratio(a.rate, b.rate)}`,
+    );
+  for (const w of IN_FLIGHT) row(String(w), best(`ours ${w}`), best(`C ${w}`));
+  row('1, keepalive on', best('ours 1 keepalive'), best('C 1'));
+  console.log(`load average after calls: ${load()}`);
 
+  if (UPLOAD_MIB > 0) await upload();
+} finally {
+  await daemon.stop();
+}
+
+async function upload(): Promise<void> {
   // Upload: the same file into a fresh raw volume each way.
   const poolDir = join(daemon.dir, 'bench-pool');
   await mkdir(poolDir, { recursive: true });
@@ -167,6 +207,5 @@ try {
   console.log(
     `MiB/s            ${fmt(mibs(best(times.ours)))}   ${fmt(mibs(best(times.virsh)))}          ${ratio(mibs(best(times.ours)), mibs(best(times.virsh)))}`,
   );
-} finally {
-  await daemon.stop();
+  console.log(`load average after upload: ${load()}`);
 }

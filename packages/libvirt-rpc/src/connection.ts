@@ -7,7 +7,7 @@
 import { type Duplex, Readable } from 'node:stream';
 import { LibvirtError, RpcError } from './errors.js';
 import {
-  decodeHeader,
+  appendCall,
   encodeCall,
   encodePacket,
   HEADER_LEN,
@@ -24,10 +24,12 @@ import {
   remoteErrorCodec,
   STREAM_CHUNK,
 } from './protocol.js';
-import { decode } from './xdr.js';
+import { type Codec, decode, XdrWriter } from './xdr.js';
 
 /** Bytes an upload may queue on the transport before it waits for a drain. */
 const UPLOAD_BUFFER = 4 * 1024 * 1024;
+/** The first size of a write batch's buffer; it grows as calls are added. */
+const BATCH_INITIAL = 1024;
 
 /** Options every call takes. */
 export interface CallOptions {
@@ -61,22 +63,16 @@ export interface RpcConnectionOptions {
   defaultTimeoutMs?: number | undefined;
 }
 
-interface CallEntry {
-  kind: 'call';
-  name: string;
-  onReply(status: number, payload: Buffer): void;
-  fail(err: Error): void;
-}
-
 interface StreamEntry {
   kind: 'stream';
   name: string;
-  onReply(status: number, payload: Buffer): void;
+  /** The reply's payload is `buf[start, end)`. */
+  onReply(status: number, buf: Buffer, start: number, end: number): void;
   onStream(status: number, payload: Buffer): void;
   fail(err: Error): void;
 }
 
-type Entry = CallEntry | StreamEntry;
+type Entry = PendingCall | StreamEntry;
 
 function abortError(signal: AbortSignal, name: string): RpcError {
   return new RpcError('ERR_RPC_ABORTED', `${name}: aborted`, { cause: signal.reason });
@@ -84,6 +80,72 @@ function abortError(signal: AbortSignal, name: string): RpcError {
 
 function timeoutError(ms: number, name: string): RpcError {
   return new RpcError('ERR_RPC_TIMEOUT', `${name}: no reply within ${ms} ms`);
+}
+
+/** Shared by every call: a timer's callback gets its call as the argument, so no closure per call. */
+function onCallTimeout(c: PendingCall): void {
+  c.timer = undefined;
+  c.abandon(c, timeoutError(c.timeoutMs, c.name));
+}
+
+/**
+ * One call awaiting its reply. It is its own abort listener (`handleEvent`)
+ * and its timer's argument, so a call costs one object and one promise.
+ */
+class PendingCall {
+  /** Whether the call still waits in the write batch (not yet handed to the transport). */
+  queued = false;
+  /** Where its bytes are in the write batch. */
+  start = 0;
+  end = 0;
+  timer: NodeJS.Timeout | undefined;
+  readonly kind = 'call';
+  resolve!: (v: unknown) => void;
+  reject!: (err: Error) => void;
+
+  constructor(
+    readonly name: string,
+    readonly serial: number,
+    readonly ret: Codec<unknown>,
+    readonly signal: AbortSignal | undefined,
+    readonly timeoutMs: number,
+    readonly abandon: (c: PendingCall, err: Error) => void,
+    readonly remoteError: (name: string, payload: Buffer) => Error,
+  ) {}
+
+  handleEvent(): void {
+    this.abandon(this, abortError(this.signal!, this.name));
+  }
+
+  private cleanup(): void {
+    this.signal?.removeEventListener('abort', this);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+  }
+
+  onReply(status: number, buf: Buffer, start: number, end: number): void {
+    this.cleanup();
+    if (status !== MessageStatus.OK) {
+      this.reject(this.remoteError(this.name, buf.subarray(start, end)));
+      return;
+    }
+    let v: unknown;
+    try {
+      v = decode(this.ret, buf, start, end);
+    } catch (err) {
+      this.reject(
+        new RpcError('ERR_RPC_PROTOCOL', `${this.name}: bad reply: ${(err as Error).message}`, {
+          cause: err,
+        }),
+      );
+      return;
+    }
+    this.resolve(v);
+  }
+
+  fail(err: Error): void {
+    this.cleanup();
+    this.reject(err);
+  }
 }
 
 /**
@@ -100,8 +162,23 @@ export class RpcConnection {
   /** The procedure of each open stream, for the stream packets sent under its serial. */
   private readonly procOf = new Map<number, number>();
   private nextSerial = 1;
-  private chunks: Buffer[] = [];
-  private have = 0;
+  /** The start of a packet not yet whole: its chunks, and their total length. */
+  private partial: Buffer[] = [];
+  private partialLength = 0;
+  /**
+   * Calls made in this turn of the event loop, encoded one after the other
+   * into `out` and written together when the turn ends.
+   */
+  private batch: PendingCall[] = [];
+  private out = new XdrWriter(BATCH_INITIAL);
+  /** Whether a call of the batch was cancelled before it was written. */
+  private batchHoles = false;
+  private flushScheduled = false;
+  private readonly flushBatch = () => this.flush();
+  private readonly abandonCall = (c: PendingCall, err: Error) =>
+    this.abandon(c.serial, c, err, false);
+  private readonly remoteErrorOf = (name: string, payload: Buffer) =>
+    this.remoteError(name, payload);
   private failure: Error | undefined;
   private lastRx = Date.now();
   private keepaliveTimer: NodeJS.Timeout | undefined;
@@ -155,6 +232,10 @@ export class RpcConnection {
     this.pending.clear();
     this.abandoned.clear();
     this.procOf.clear();
+    this.batch = [];
+    this.out = new XdrWriter(BATCH_INITIAL);
+    this.partial = [];
+    this.partialLength = 0;
     for (const e of entries) e.fail(err);
     this.io.destroy();
     this.resolveClosed(err);
@@ -166,98 +247,122 @@ export class RpcConnection {
     });
   }
 
+  /**
+   * Parses every whole packet of `chunk` in one pass, straight from the
+   * chunk; only a packet split across reads is gathered and copied once,
+   * when its last byte arrives.
+   */
   private onData(chunk: Buffer): void {
     this.lastRx = Date.now();
-    this.chunks.push(chunk);
-    this.have += chunk.length;
-    while (this.failure === undefined && this.have >= 4) {
-      const len = this.peekLength();
-      if (len < HEADER_LEN || len > MESSAGE_MAX) {
-        this.fail(new RpcError('ERR_RPC_PROTOCOL', `bad packet length ${len}`));
-        return;
-      }
-      if (this.have < len) return;
-      const packet = this.take(len);
+    let buf = chunk;
+    if (this.partialLength > 0) {
+      this.partial.push(chunk);
+      this.partialLength += chunk.length;
+      if (this.partialLength < 4) return;
+      const first = this.partial[0]!;
+      const len =
+        first.length >= 4 ? first.readUInt32BE(0) : Buffer.concat(this.partial, 4).readUInt32BE(0);
+      if (!this.lengthOk(len) || this.partialLength < len) return;
+      buf = Buffer.concat(this.partial, this.partialLength);
+      this.partial = [];
+      this.partialLength = 0;
+    }
+    let at = 0;
+    while (this.failure === undefined) {
+      const left = buf.length - at;
+      if (left < 4) break;
+      const len = buf.readUInt32BE(at);
+      if (!this.lengthOk(len)) return;
+      if (left < len) break;
       try {
-        this.dispatch(packet);
+        this.dispatch(buf, at, at + len);
       } catch (err) {
         this.fail(
           new RpcError('ERR_RPC_PROTOCOL', `bad packet: ${(err as Error).message}`, { cause: err }),
         );
       }
+      at += len;
+    }
+    if (this.failure === undefined && at < buf.length) {
+      this.partial.push(at === 0 ? buf : buf.subarray(at));
+      this.partialLength = buf.length - at;
     }
   }
 
-  private peekLength(): number {
-    const first = this.chunks[0]!;
-    if (first.length >= 4) return first.readUInt32BE(0);
-    return this.copyOut(4).readUInt32BE(0);
+  private lengthOk(len: number): boolean {
+    if (len >= HEADER_LEN && len <= MESSAGE_MAX) return true;
+    this.fail(new RpcError('ERR_RPC_PROTOCOL', `bad packet length ${len}`));
+    return false;
   }
 
-  private copyOut(n: number): Buffer {
-    const out = Buffer.allocUnsafe(n);
-    let at = 0;
-    for (const c of this.chunks) {
-      const k = Math.min(c.length, n - at);
-      c.copy(out, at, 0, k);
-      at += k;
-      if (at === n) break;
-    }
-    return out;
-  }
-
-  private take(n: number): Buffer {
-    const first = this.chunks[0]!;
-    let out: Buffer;
-    if (first.length >= n) {
-      out = first.subarray(0, n);
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
-    } else {
-      out = this.copyOut(n);
-      let left = n;
-      while (left > 0) {
-        const c = this.chunks[0]!;
-        if (c.length <= left) {
-          left -= c.length;
-          this.chunks.shift();
-        } else {
-          this.chunks[0] = c.subarray(left);
-          left = 0;
-        }
-      }
-    }
-    this.have -= n;
-    return out;
-  }
-
-  private dispatch(packet: Buffer): void {
-    const h = decodeHeader(packet);
-    const payload = packet.subarray(HEADER_LEN);
-    if (h.prog === KEEPALIVE_PROGRAM) {
-      if (h.proc === KeepaliveProc.PING) this.sendKeepalive(KeepaliveProc.PONG);
+  /** Handles the packet at `buf[start, end)`, reading its header in place. */
+  private dispatch(buf: Buffer, start: number, end: number): void {
+    const prog = buf.readUInt32BE(start + 4);
+    const proc = buf.readInt32BE(start + 12);
+    const type = buf.readInt32BE(start + 16);
+    const serial = buf.readUInt32BE(start + 20);
+    const status = buf.readInt32BE(start + 24);
+    if (prog === KEEPALIVE_PROGRAM) {
+      if (proc === KeepaliveProc.PING) this.sendKeepalive(KeepaliveProc.PONG);
       return;
     }
-    if (h.prog !== REMOTE_PROGRAM) return; // another program's events: not ours
-    if (h.type === MessageType.REPLY) {
-      const e = this.pending.get(h.serial);
+    if (prog !== REMOTE_PROGRAM) return; // another program's events: not ours
+    if (type === MessageType.REPLY) {
+      const e = this.pending.get(serial);
       if (e === undefined) {
-        this.abandoned.delete(h.serial);
+        this.abandoned.delete(serial);
         return;
       }
-      if (e.kind === 'call') this.pending.delete(h.serial);
-      e.onReply(h.status, payload);
+      if (e.kind === 'call') this.pending.delete(serial);
+      e.onReply(status, buf, start + HEADER_LEN, end);
       return;
     }
-    if (h.type === MessageType.STREAM) {
-      const e = this.pending.get(h.serial);
+    if (type === MessageType.STREAM) {
+      const e = this.pending.get(serial);
       if (e?.kind === 'stream') {
-        e.onStream(h.status, payload);
-      } else if (h.status !== MessageStatus.CONTINUE) {
-        this.abandoned.delete(h.serial);
+        e.onStream(status, buf.subarray(start + HEADER_LEN, end));
+      } else if (status !== MessageStatus.CONTINUE) {
+        this.abandoned.delete(serial);
       }
     }
     // MESSAGE (events) and anything else: not subscribed, ignored.
+  }
+
+  /**
+   * Writes the calls made since the last flush as one buffer, in one write:
+   * many calls made in one turn of the event loop cost one syscall. Calls
+   * cancelled meanwhile are left out, never sent.
+   */
+  private flush(): void {
+    this.flushScheduled = false;
+    const calls = this.batch;
+    if (calls.length === 0) return;
+    const out = this.out.finish();
+    const holes = this.batchHoles;
+    this.batch = [];
+    this.out = new XdrWriter(BATCH_INITIAL);
+    this.batchHoles = false;
+    if (this.failure !== undefined) return;
+    for (const c of calls) c.queued = false;
+    if (!holes) {
+      this.io.write(out);
+      return;
+    }
+    // Leave out the calls cancelled before they were written.
+    const parts: Buffer[] = [];
+    let total = 0;
+    for (const c of calls) {
+      if (this.pending.get(c.serial) !== c) continue;
+      parts.push(out.subarray(c.start, c.end));
+      total += c.end - c.start;
+    }
+    if (total > 0) this.io.write(Buffer.concat(parts, total));
+  }
+
+  /** Writes now, after the calls still waiting in the batch, keeping the order of packets. */
+  private writeNow(bytes: Uint8Array): boolean {
+    if (this.batch.length > 0) this.flush();
+    return this.io.write(bytes);
   }
 
   private header(proc: number, type: number, serial: number, status: number): Header {
@@ -266,7 +371,7 @@ export class RpcConnection {
 
   private sendKeepalive(proc: number): void {
     if (this.failure !== undefined) return;
-    this.io.write(
+    this.writeNow(
       encodePacket({
         prog: KEEPALIVE_PROGRAM,
         vers: KEEPALIVE_PROTOCOL_VERSION,
@@ -314,6 +419,13 @@ export class RpcConnection {
   private abandon(serial: number, entry: Entry, err: Error, stream: boolean): void {
     if (this.pending.get(serial) !== entry) return;
     this.pending.delete(serial);
+    if (entry.kind === 'call' && entry.queued) {
+      // Still in the write batch: it is left out, so no reply will come.
+      entry.queued = false;
+      this.batchHoles = true;
+      entry.fail(err);
+      return;
+    }
     entry.fail(err);
     if (this.policy === 'close') {
       this.fail(new RpcError('ERR_RPC_CLOSED', 'closed after an abandoned call', { cause: err }));
@@ -336,11 +448,12 @@ export class RpcConnection {
     const proc = this.procOf.get(serial) ?? 0;
     const header = this.header(proc, MessageType.STREAM, serial, status);
     if (data === undefined || data.length < 4096) {
-      return this.io.write(encodePacket(header, data));
+      return this.writeNow(encodePacket(header, data));
     }
     // Large data goes out as header plus the caller's bytes, without a copy.
     const head = encodePacket(header);
     head.writeUInt32BE(head.length + data.length, 0);
+    if (this.batch.length > 0) this.flush();
     this.io.cork();
     this.io.write(head);
     const ok = this.io.write(data);
@@ -354,16 +467,25 @@ export class RpcConnection {
     return s;
   }
 
-  /** Makes one call and resolves with its decoded reply. */
+  /**
+   * Makes one call and resolves with its decoded reply. The call is written
+   * together with the others made in the same turn of the event loop.
+   */
   call<A, R>(p: Procedure<A, R>, args: A, opts: CallOptions = {}): Promise<R> {
     if (this.failure !== undefined) return Promise.reject(this.closedError(p.name));
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(abortError(signal, p.name));
     const serial = this.serial();
-    let bytes: Buffer;
+    const start = this.out.length;
     try {
-      bytes = encodeCall(
-        this.header(p.proc, MessageType.CALL, serial, MessageStatus.OK),
+      appendCall(
+        this.out,
+        REMOTE_PROGRAM,
+        REMOTE_PROTOCOL_VERSION,
+        p.proc,
+        MessageType.CALL,
+        serial,
+        MessageStatus.OK,
         p.args,
         args,
       );
@@ -371,51 +493,31 @@ export class RpcConnection {
       return Promise.reject(err);
     }
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
-    return new Promise<R>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const cleanup = () => {
-        signal?.removeEventListener('abort', onAbort);
-        if (timer !== undefined) clearTimeout(timer);
-      };
-      const entry: CallEntry = {
-        kind: 'call',
-        name: p.name,
-        onReply: (status, payload) => {
-          cleanup();
-          if (status === MessageStatus.OK) {
-            try {
-              resolve(decode(p.ret, payload));
-            } catch (err) {
-              reject(
-                new RpcError(
-                  'ERR_RPC_PROTOCOL',
-                  `${p.name}: bad reply: ${(err as Error).message}`,
-                  {
-                    cause: err,
-                  },
-                ),
-              );
-            }
-          } else {
-            reject(this.remoteError(p.name, payload));
-          }
-        },
-        fail: (err) => {
-          cleanup();
-          reject(err);
-        },
-      };
-      const onAbort = () => this.abandon(serial, entry, abortError(signal!, p.name), false);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(
-          () => this.abandon(serial, entry, timeoutError(timeoutMs, p.name), false),
-          timeoutMs,
-        );
-      }
-      this.pending.set(serial, entry);
-      this.io.write(bytes);
+    const c = new PendingCall(
+      p.name,
+      serial,
+      p.ret,
+      signal,
+      timeoutMs ?? 0,
+      this.abandonCall,
+      this.remoteErrorOf,
+    );
+    const promise = new Promise<R>((resolve, reject) => {
+      c.resolve = resolve as (v: unknown) => void;
+      c.reject = reject;
     });
+    signal?.addEventListener('abort', c, { once: true });
+    if (timeoutMs !== undefined) c.timer = setTimeout(onCallTimeout, timeoutMs, c);
+    c.queued = true;
+    c.start = start;
+    c.end = this.out.length;
+    this.pending.set(serial, c);
+    this.batch.push(c);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      process.nextTick(this.flushBatch);
+    }
+    return promise;
   }
 
   private remoteError(name: string, payload: Buffer): Error {
@@ -555,7 +657,7 @@ export class RpcConnection {
     const entry: StreamEntry = {
       kind: 'stream',
       name: p.name,
-      onReply: (status, payload) => {
+      onReply: (status, buf, start, end) => {
         if (status === MessageStatus.OK && !s.isAccepted) {
           s.accept();
           return;
@@ -565,7 +667,7 @@ export class RpcConnection {
         s.settle(
           status === MessageStatus.OK
             ? new RpcError('ERR_RPC_PROTOCOL', `${p.name}: unexpected reply`)
-            : this.remoteError(p.name, payload),
+            : this.remoteError(p.name, buf.subarray(start, end)),
         );
       },
       onStream: (status, payload) => {
@@ -616,7 +718,7 @@ export class RpcConnection {
     });
     this.pending.set(s.serial, entry);
     this.procOf.set(s.serial, p.proc);
-    this.io.write(bytes);
+    this.writeNow(bytes);
     return s;
   }
 }

@@ -108,18 +108,42 @@ export function decodeHeader(packet: Uint8Array): Header {
 /** Writes a call's arguments straight after a header, without an extra copy. */
 export function encodeCall<A>(h: Header, codec: Codec<A>, args: A): Buffer {
   const w = new XdrWriter(HEADER_LEN + 64);
-  w.uint32(0);
-  w.uint32(h.prog);
-  w.uint32(h.vers);
-  w.int32(h.proc);
-  w.int32(h.type);
-  w.uint32(h.serial);
-  w.int32(h.status);
-  codec.write(w, args);
-  if (w.length > MESSAGE_MAX)
-    throw new XdrError(`call of ${w.length} bytes exceeds ${MESSAGE_MAX}`);
-  w.patchUint32(0, w.length);
+  appendCall(w, h.prog, h.vers, h.proc, h.type, h.serial, h.status, codec, args);
   return w.finish();
+}
+
+/**
+ * Appends one framed call (header fields, then the arguments) to `w`, so
+ * many calls can share one buffer. On an error nothing is left in `w`.
+ */
+export function appendCall<A>(
+  w: XdrWriter,
+  prog: number,
+  vers: number,
+  proc: number,
+  type: number,
+  serial: number,
+  status: number,
+  codec: Codec<A>,
+  args: A,
+): void {
+  const start = w.length;
+  try {
+    w.uint32(0);
+    w.uint32(prog);
+    w.uint32(vers);
+    w.int32(proc);
+    w.int32(type);
+    w.uint32(serial);
+    w.int32(status);
+    codec.write(w, args);
+    const n = w.length - start;
+    if (n > MESSAGE_MAX) throw new XdrError(`call of ${n} bytes exceeds ${MESSAGE_MAX}`);
+    w.patchUint32(start, n);
+  } catch (err) {
+    w.truncate(start);
+    throw err;
+  }
 }
 
 /** `remote_nonnull_string`. */

@@ -76,6 +76,11 @@ export class XdrWriter {
     this.pos += pad;
   }
 
+  /** Drops what was written after `length` bytes (to undo a value that failed to encode). */
+  truncate(length: number): void {
+    if (length < this.pos) this.pos = length;
+  }
+
   /** Overwrites a 32-bit unsigned integer already written at `offset`. */
   patchUint32(offset: number, v: number): void {
     this.buf.writeUInt32BE(v, offset);
@@ -90,15 +95,15 @@ export class XdrWriter {
 /** Reads XDR values from a byte array, checking bounds and padding. */
 export class XdrReader {
   private pos: number;
-  private readonly view: DataView;
+  private readonly end: number;
 
   private readonly data: Uint8Array;
 
-  /** Reads `data` from `offset`. */
-  constructor(data: Uint8Array, offset = 0) {
+  /** Reads `data` from `offset` up to `end` (the end of `data` by default). */
+  constructor(data: Uint8Array, offset = 0, end = data.length) {
     this.data = data;
     this.pos = offset;
-    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    this.end = end;
   }
 
   /** The read position. */
@@ -108,11 +113,11 @@ export class XdrReader {
 
   /** Bytes left to read. */
   get remaining(): number {
-    return this.data.length - this.pos;
+    return this.end - this.pos;
   }
 
   private need(n: number): void {
-    if (this.pos + n > this.data.length) {
+    if (this.pos + n > this.end) {
       throw new XdrError(`XDR: need ${n} bytes at offset ${this.pos}, have ${this.remaining}`);
     }
   }
@@ -120,33 +125,27 @@ export class XdrReader {
   /** Reads a signed 32-bit integer. */
   int32(): number {
     this.need(4);
-    const v = this.view.getInt32(this.pos);
-    this.pos += 4;
-    return v;
+    const d = this.data;
+    const p = this.pos;
+    this.pos = p + 4;
+    return (d[p]! << 24) | (d[p + 1]! << 16) | (d[p + 2]! << 8) | d[p + 3]!;
   }
 
   /** Reads an unsigned 32-bit integer. */
   uint32(): number {
-    this.need(4);
-    const v = this.view.getUint32(this.pos);
-    this.pos += 4;
-    return v;
+    return this.int32() >>> 0;
   }
 
   /** Reads a signed 64-bit integer. */
   int64(): bigint {
-    this.need(8);
-    const v = this.view.getBigInt64(this.pos);
-    this.pos += 8;
-    return v;
+    return BigInt.asIntN(64, this.uint64());
   }
 
   /** Reads an unsigned 64-bit integer. */
   uint64(): bigint {
     this.need(8);
-    const v = this.view.getBigUint64(this.pos);
-    this.pos += 8;
-    return v;
+    const hi = this.uint32();
+    return (BigInt(hi) << 32n) | BigInt(this.uint32());
   }
 
   /** Reads `n` bytes and their padding; the padding must be zero. */
@@ -408,9 +407,12 @@ export function encode<T>(c: Codec<T>, v: T): Buffer {
   return w.finish();
 }
 
-/** Decodes one value that must fill `bytes` exactly: leftover bytes are an error. */
-export function decode<T>(c: Codec<T>, bytes: Uint8Array): T {
-  const r = new XdrReader(bytes);
+/**
+ * Decodes one value that must fill `bytes` (from `offset` to `end`, the
+ * whole array by default) exactly: leftover bytes are an error.
+ */
+export function decode<T>(c: Codec<T>, bytes: Uint8Array, offset = 0, end = bytes.length): T {
+  const r = new XdrReader(bytes, offset, end);
   const v = c.read(r);
   if (r.remaining !== 0) {
     throw new XdrError(`XDR: ${r.remaining} leftover bytes after ${c.name}`);

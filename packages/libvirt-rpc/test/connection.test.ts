@@ -5,17 +5,19 @@ import {
   connect,
   duplexDialer,
   encodePacket,
+  type Header,
   KEEPALIVE_PROGRAM,
   LibvirtClient,
   LibvirtError,
   MessageStatus,
   MessageType,
   procedures,
+  REMOTE_PROGRAM,
   RpcError,
   remoteErrorCodec,
   xdr,
 } from '../src/index.js';
-import { errorBody, FakeServer, pair } from './support/fake-server.js';
+import { errorBody, FakeServer, type Packet, pair } from './support/fake-server.js';
 
 const P = procedures;
 const lib = (v: number) => xdr.encode(P.connectGetLibVersion.ret, { libVer: v });
@@ -193,6 +195,220 @@ describe('disconnect', () => {
   });
 });
 
+describe('write batching and framing', () => {
+  const reply = (h: { serial: number; proc: number }, payload: Uint8Array) =>
+    encodePacket(
+      {
+        prog: REMOTE_PROGRAM,
+        vers: 1,
+        proc: h.proc,
+        type: MessageType.REPLY,
+        serial: h.serial,
+        status: 0,
+      },
+      payload,
+    );
+
+  it('writes the calls made in one turn of the event loop in one write', async () => {
+    const { conn, server } = pair();
+    const calls = Array.from({ length: 40 }, () => conn.call(P.connectGetLibVersion, undefined));
+    const got: Packet[] = [];
+    for (let i = 0; i < 40; i++) got.push(await server.next());
+    expect(server.writes).toHaveLength(1);
+    expect(got.map((g) => g.header.serial)).toEqual(
+      Array.from({ length: 40 }, (_, i) => got[0]!.header.serial + i),
+    );
+    for (const g of got) server.reply(g.header, lib(g.header.serial));
+    expect((await Promise.all(calls)).map((r) => r.libVer)).toEqual(
+      got.map((g) => g.header.serial),
+    );
+    // A call made once the batch went out goes in a write of its own.
+    const later = conn.call(P.connectGetLibVersion, undefined);
+    const l = await server.next();
+    expect(server.writes).toHaveLength(2);
+    server.reply(l.header, lib(1));
+    expect(await later).toEqual({ libVer: 1 });
+    conn.destroy();
+  });
+
+  it('keeps a batch intact when one of its calls fails to encode', async () => {
+    const { conn, server } = pair();
+    const a = conn.call(P.connectGetLibVersion, undefined);
+    const bad = conn.call(P.domainGetState, {
+      dom: { name: 'x', uuid: new Uint8Array(3), id: 1 },
+      flags: 0,
+    });
+    const b = conn.call(P.domainLookupByName, { name: 'vm' });
+    await expect(bad).rejects.toMatchObject({ code: 'ERR_XDR' });
+    const ca = await server.next();
+    const cb = await server.next();
+    expect(server.writes).toHaveLength(1);
+    expect(ca.header.proc).toBe(P.connectGetLibVersion.proc);
+    expect(cb.header.proc).toBe(P.domainLookupByName.proc);
+    expect(xdr.decode(P.domainLookupByName.args, cb.payload)).toEqual({ name: 'vm' });
+    server.reply(ca.header, lib(1));
+    server.replyError(cb.header, 42, 'Domain not found');
+    expect(await a).toEqual({ libVer: 1 });
+    await expect(b).rejects.toMatchObject({ code: 42 });
+    conn.destroy();
+  });
+
+  it('leaves out a call cancelled before its batch was written, and sends the rest', async () => {
+    const { conn, server } = pair({ abandonPolicy: 'close' });
+    const ac = new AbortController();
+    const a = conn.call(P.connectGetLibVersion, undefined);
+    const cancelled = conn.call(P.connectGetHostname, undefined, { signal: ac.signal });
+    const b = conn.call(P.connectGetLibVersion, undefined);
+    ac.abort(new Error('changed my mind'));
+    const err = await cancelled.catch((e: unknown) => e);
+    expect(RpcError.isInstance(err) && err.code).toBe('ERR_RPC_ABORTED');
+    const ca = await server.next();
+    const cb = await server.next();
+    expect(server.writes).toHaveLength(1);
+    expect(server.writes[0]!.length).toBe(2 * 28);
+    expect([ca.header.proc, cb.header.proc]).toEqual([
+      P.connectGetLibVersion.proc,
+      P.connectGetLibVersion.proc,
+    ]);
+    // Never sent, so no late reply to wait for, and even the 'close'
+    // policy keeps the connection.
+    expect(conn.abandonedCount).toBe(0);
+    expect(conn.isOpen).toBe(true);
+    server.reply(cb.header, lib(2));
+    server.reply(ca.header, lib(1));
+    expect(await a).toEqual({ libVer: 1 });
+    expect(await b).toEqual({ libVer: 2 });
+    expect(conn.pendingCount).toBe(0);
+    conn.destroy();
+  });
+
+  it('writes nothing when every call of a batch was cancelled', async () => {
+    const { conn, server } = pair();
+    const ac = new AbortController();
+    const calls = [0, 1, 2].map(() =>
+      conn.call(P.connectGetLibVersion, undefined, { signal: ac.signal }).catch((e: unknown) => e),
+    );
+    ac.abort();
+    for (const e of await Promise.all(calls)) expect(e).toMatchObject({ code: 'ERR_RPC_ABORTED' });
+    // The next call is the first thing on the wire.
+    const next = conn.call(P.connectGetLibVersion, undefined);
+    const n = await server.next();
+    expect(server.writes).toHaveLength(1);
+    expect(server.received).toHaveLength(1);
+    server.reply(n.header, lib(9));
+    expect(await next).toEqual({ libVer: 9 });
+    conn.destroy();
+  });
+
+  it('parses every packet of one read, keepalive and foreign programs among them', async () => {
+    const { conn, server } = pair();
+    const calls = Array.from({ length: 50 }, () => conn.call(P.connectGetLibVersion, undefined));
+    const got: Header[] = [];
+    for (let i = 0; i < 50; i++) got.push((await server.next()).header);
+    const ping = encodePacket({
+      prog: KEEPALIVE_PROGRAM,
+      vers: 1,
+      proc: 1,
+      type: MessageType.MESSAGE,
+      serial: 0,
+      status: 0,
+    });
+    const event = encodePacket(
+      { prog: 0x12345678, vers: 1, proc: 1, type: MessageType.MESSAGE, serial: 0, status: 0 },
+      Buffer.alloc(8),
+    );
+    // Replies in reverse order, a ping and another program's packet in the middle, one read.
+    const parts = got.reverse().map((h) => reply(h, lib(h.serial)));
+    parts.splice(25, 0, ping, event);
+    server.raw(Buffer.concat(parts));
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.libVer)).toEqual(got.reverse().map((h) => h.serial));
+    const pong = await server.next();
+    expect(pong.header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 2 });
+    expect(conn.pendingCount).toBe(0);
+    conn.destroy();
+  });
+
+  it('reassembles packets split at every byte, the length word included', async () => {
+    const { conn, server } = pair();
+    const a = conn.call(P.connectGetLibVersion, undefined);
+    const b = conn.call(P.connectGetHostname, undefined);
+    const c = conn.call(P.connectGetLibVersion, undefined);
+    const [ha, hb, hc] = [await server.next(), await server.next(), await server.next()].map(
+      (p) => p.header,
+    ) as [Header, Header, Header];
+    const bytes = Buffer.concat([
+      reply(ha, lib(1)),
+      reply(hb, xdr.encode(P.connectGetHostname.ret, { hostname: 'kvm1.example.com' })),
+      reply(hc, lib(3)),
+    ]);
+    for (let at = 0; at < bytes.length; at++) server.raw(bytes.subarray(at, at + 1));
+    expect(await a).toEqual({ libVer: 1 });
+    expect(await b).toEqual({ hostname: 'kvm1.example.com' });
+    expect(await c).toEqual({ libVer: 3 });
+    conn.destroy();
+  });
+
+  it('reassembles a large packet that arrives over many reads, with the next packet in its last read', async () => {
+    const { conn, server } = pair();
+    const big = conn.call(P.connectGetHostname, undefined);
+    const small = conn.call(P.connectGetLibVersion, undefined);
+    const hb = (await server.next()).header;
+    const hs = (await server.next()).header;
+    const hostname = 'h'.repeat(3 * 1024 * 1024 + 3);
+    const bytes = Buffer.concat([
+      reply(hb, xdr.encode(P.connectGetHostname.ret, { hostname })),
+      reply(hs, lib(5)),
+    ]);
+    const step = 64 * 1024 + 7;
+    for (let at = 0; at < bytes.length; at += step) server.raw(bytes.subarray(at, at + step));
+    expect((await big).hostname).toBe(hostname);
+    expect(await small).toEqual({ libVer: 5 });
+    conn.destroy();
+  });
+
+  it('fails calls still waiting in the batch on disconnect, and writes nothing', async () => {
+    const { conn, server } = pair();
+    const written = conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e);
+    await server.next();
+    const queued = Array.from({ length: 10 }, () =>
+      conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e),
+    );
+    conn.destroy();
+    const errs = await Promise.all([written, ...queued]);
+    expect(errs.every((e) => RpcError.isInstance(e) && e.code === 'ERR_RPC_CLOSED')).toBe(true);
+    expect(conn.pendingCount).toBe(0);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('fails written and batched calls at once when the peer closes', async () => {
+    const { conn, server } = pair();
+    const written = Array.from({ length: 5 }, () =>
+      conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e),
+    );
+    for (let i = 0; i < 5; i++) await server.next();
+    server.wire.end();
+    const queued = Array.from({ length: 5 }, () =>
+      conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e),
+    );
+    // Settled in the same turn: none waits for the next turn of the event loop.
+    let turnEnded = false;
+    const settledInTurn: boolean[] = [];
+    const all = [...written, ...queued].map((p) =>
+      p.then((e) => {
+        if (settledInTurn.length === 0) setImmediate(() => (turnEnded = true));
+        settledInTurn.push(!turnEnded);
+        return e;
+      }),
+    );
+    const errs = await Promise.all(all);
+    expect(errs.every((e) => RpcError.isInstance(e) && e.code === 'ERR_RPC_CLOSED')).toBe(true);
+    expect(settledInTurn).toEqual(Array(10).fill(true));
+    expect(conn.pendingCount).toBe(0);
+    expect(conn.isOpen).toBe(false);
+  });
+});
+
 describe('keepalive', () => {
   const ping = (proc: number) =>
     encodePacket({
@@ -212,25 +428,25 @@ describe('keepalive', () => {
     conn.destroy();
   });
 
-  // The keepalive clock is faked (its interval and Date), so a loaded machine that runs the
-  // test late cannot make a live peer look silent; the bytes still cross a real Duplex pair.
+  // Keepalive runs on the clock: a fake one (timers and Date) makes these
+  // exact and independent of how loaded the machine is.
   const fakeClock = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+  const turn = () => new Promise((r) => setImmediate(r));
 
   it('pings after a quiet interval and stays open while pongs come back', async () => {
     fakeClock();
     try {
       const { conn, server } = pair();
       conn.startKeepalive({ intervalMs: 40, count: 3 });
-      // Five intervals: well past the 120 ms a silent peer gets, alive because every ping is answered.
       for (let i = 0; i < 5; i++) {
         vi.advanceTimersByTime(40);
         const p = await server.next();
         expect(p.header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 1 });
         server.raw(ping(2));
-        // A ping of our own after the pong: its answer proves the pong was read first.
-        server.raw(ping(1));
-        expect((await server.next()).header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 2 });
+        await turn();
       }
+      // 200 ms have passed, longer than the 120 ms without an answer that
+      // would be fatal: every pong counted.
       expect(conn.isOpen).toBe(true);
       conn.destroy();
     } finally {
@@ -238,22 +454,18 @@ describe('keepalive', () => {
     }
   });
 
-  it('declares a silent peer dead and fails pending calls with ERR_RPC_KEEPALIVE', async () => {
+  it('declares a silent peer dead after count intervals and fails pending calls with ERR_RPC_KEEPALIVE', async () => {
     fakeClock();
     try {
       const { conn, server } = pair();
       conn.startKeepalive({ intervalMs: 30, count: 3 });
-      let settled = false;
       const call = conn.call(P.connectGetLibVersion, undefined).catch((e: unknown) => e);
-      void call.finally(() => {
-        settled = true;
-      });
-      await server.next(); // the call reached the peer, which never answers anything again
+      await server.next();
       vi.advanceTimersByTime(80);
-      await new Promise((r) => setImmediate(r));
-      expect(settled, 'still pending before count × interval of silence').toBe(false);
+      await turn();
       expect(conn.isOpen).toBe(true);
-      vi.advanceTimersByTime(20);
+      expect((await server.next()).header).toMatchObject({ prog: KEEPALIVE_PROGRAM, proc: 1 });
+      vi.advanceTimersByTime(10);
       expect(await call).toMatchObject({ code: 'ERR_RPC_KEEPALIVE' });
       expect(conn.isOpen).toBe(false);
     } finally {

@@ -4,12 +4,14 @@ import { describeWithPeers } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import {
   connect,
+  type Dialer,
   DomainState,
   DomainUndefineFlags,
   ErrorCode,
   ErrorDomain,
   InterfaceAddressSource,
   isLibvirtError,
+  KEEPALIVE_PROGRAM,
   type LibvirtClient,
   LibvirtError,
   MetadataType,
@@ -322,9 +324,14 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
     for await (const _ of body) break; // read one chunk, then give up
     expect(body.destroyed).toBe(true);
     expect(await qemu.storagePoolGetInfo(p)).toMatchObject({ state: StoragePoolState.RUNNING });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(qemu.rpc.pendingCount).toBe(0);
-    expect(qemu.rpc.abandonedCount).toBe(0);
+    // The daemon confirms the download's abort in its own time.
+    await vitest.vi.waitFor(
+      () => {
+        expect(qemu.rpc.pendingCount).toBe(0);
+        expect(qemu.rpc.abandonedCount).toBe(0);
+      },
+      { timeout: 30_000, interval: 5 },
+    );
     await qemu.storageVolDelete(vol);
   });
 
@@ -346,13 +353,23 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
   });
 
   it('drops a call cancelled while others are in flight; the others and later calls still answer', async () => {
+    // The daemon is stopped while the calls go out, so the cancelled call
+    // has been sent and its reply is still to come when it is cancelled.
     const ac = new AbortController();
-    const inflight = Array.from({ length: 50 }, (_, i) =>
-      i === 25
-        ? test.connectGetHostname({ signal: ac.signal }).catch((e: unknown) => e)
-        : test.connectGetLibVersion(),
-    );
-    ac.abort();
+    daemon.kill('SIGSTOP');
+    let inflight: Promise<unknown>[];
+    try {
+      inflight = Array.from({ length: 50 }, (_, i) =>
+        i === 25
+          ? test.connectGetHostname({ signal: ac.signal }).catch((e: unknown) => e)
+          : test.connectGetLibVersion(),
+      );
+      await new Promise((r) => setImmediate(r)); // the batch is written
+      ac.abort();
+      expect(test.rpc.abandonedCount).toBe(1);
+    } finally {
+      daemon.kill('SIGCONT');
+    }
     const results = await Promise.all(inflight);
     expect(results[25]).toMatchObject({ code: 'ERR_RPC_ABORTED' });
     const version = results[0];
@@ -361,20 +378,55 @@ describeWithPeers(vitest, 'a real libvirtd over its unix socket', DAEMON_PEERS, 
     expect(await test.connectGetHostname()).toBe(
       (await daemon.virsh('test:///default', ['hostname'])).trim(),
     );
-    expect(test.rpc.abandonedCount).toBe(0);
+    await vitest.vi.waitFor(() => expect(test.rpc.abandonedCount).toBe(0), {
+      timeout: 30_000,
+      interval: 5,
+    });
     expect(test.rpc.isOpen).toBe(true);
   });
 
+  it('drops a call cancelled before it was written without sending it', async () => {
+    const ac = new AbortController();
+    const calls = Array.from({ length: 10 }, (_, i) =>
+      test.connectGetLibVersion(i === 5 ? { signal: ac.signal } : {}).catch((e: unknown) => e),
+    );
+    ac.abort();
+    const results = await Promise.all(calls);
+    expect(results[5]).toMatchObject({ code: 'ERR_RPC_ABORTED' });
+    for (const [i, r] of results.entries()) if (i !== 5) expect(typeof r).toBe('number');
+    expect(test.rpc.abandonedCount).toBe(0);
+    expect(test.rpc.pendingCount).toBe(0);
+  });
+
   it('keeps an idle connection alive with keepalive pings the daemon answers', async () => {
-    const c = await connect({
-      dialer: unixDialer(daemon.socket),
-      uri: 'test:///default',
-      // Silence would end it after a second; it stays idle two and a half, so only the
-      // daemon's answers keep it open (a second is long enough that a busy machine cannot
-      // delay a pong past it).
-      keepalive: { intervalMs: 250, count: 4 },
+    // Counts the daemon's pongs on the wire: 28-byte keepalive packets, procedure 2.
+    let pongs = 0;
+    let heard!: () => void;
+    const threePongs = new Promise<void>((r) => {
+      heard = r;
     });
-    await new Promise((r) => setTimeout(r, 2500));
+    const dialer: Dialer = async (o) => {
+      const io = await unixDialer(daemon.socket)(o);
+      let buf = Buffer.alloc(0);
+      io.on('data', (chunk: Buffer) => {
+        buf = Buffer.concat([buf, chunk]);
+        while (buf.length >= 4 && buf.length >= buf.readUInt32BE(0)) {
+          const len = buf.readUInt32BE(0);
+          if (buf.readUInt32BE(4) === KEEPALIVE_PROGRAM && buf.readInt32BE(12) === 2) pongs++;
+          buf = buf.subarray(len);
+        }
+        if (pongs >= 3) heard();
+      });
+      return io;
+    };
+    // A death window (10 s) far beyond any stall of a loaded machine: the
+    // test waits for the pongs, not for a clock.
+    const c = await connect({
+      dialer,
+      uri: 'test:///default',
+      keepalive: { intervalMs: 50, count: 200 },
+    });
+    await threePongs;
     expect(c.rpc.isOpen).toBe(true);
     expect(await c.connectGetHostname()).toBeTruthy();
     await c.close();

@@ -23,17 +23,17 @@ describeWithPeers(vitest, 'a real libvirtd that stops answering or dies', DAEMON
     const c = await connect({
       dialer: unixDialer(daemon.socket),
       uri: 'test:///default',
-      keepalive: { intervalMs: 100, count: 3 },
+      keepalive: { intervalMs: 200, count: 5 },
     });
+    // The last packet from the daemon comes after `before`, so the
+    // connection may not be declared dead before `before` + 1 s.
+    const before = Date.now();
     expect(await c.connectGetHostname()).toBeTruthy();
     daemon.kill('SIGSTOP');
     try {
-      const started = Date.now();
       const err = await c.connectGetHostname().catch((e: unknown) => e);
       expect(RpcError.isInstance(err) && err.code).toBe('ERR_RPC_KEEPALIVE');
-      const took = Date.now() - started;
-      expect(took).toBeGreaterThanOrEqual(250);
-      expect(took).toBeLessThan(3000);
+      expect(Date.now() - before).toBeGreaterThanOrEqual(1000);
       expect(c.rpc.isOpen).toBe(false);
     } finally {
       daemon.kill('SIGCONT');
@@ -60,10 +60,19 @@ describeWithPeers(vitest, 'a real libvirtd that stops answering or dies', DAEMON
     while (counter.n < 20) await new Promise((r) => setTimeout(r, 5));
 
     daemon.kill('SIGSTOP');
+    // Whether each call settled in the turn of the event loop in which the
+    // first one did: "at once", whatever the load on the machine.
+    let turnEnded = false;
+    let first = true;
+    const settle = () => {
+      if (first) setImmediate(() => (turnEnded = true));
+      first = false;
+      return !turnEnded;
+    };
     const calls = Array.from({ length: 10 }, () =>
       q.connectGetLibVersion().then(
-        (): { ok: boolean; at: number; e?: unknown } => ({ ok: true, at: Date.now() }),
-        (e: unknown) => ({ ok: false, at: Date.now(), e }),
+        (): { ok: boolean; inTurn: boolean; e?: unknown } => ({ ok: true, inTurn: settle() }),
+        (e: unknown) => ({ ok: false, inTurn: settle(), e }),
       ),
     );
     await new Promise((r) => setTimeout(r, 100));
@@ -76,8 +85,7 @@ describeWithPeers(vitest, 'a real libvirtd that stops answering or dies', DAEMON
     expect(
       results.every((r) => !r.ok && RpcError.isInstance(r.e) && r.e.code === 'ERR_RPC_CLOSED'),
     ).toBe(true);
-    const spread = Math.max(...results.map((r) => r.at)) - Math.min(...results.map((r) => r.at));
-    expect(spread).toBeLessThan(50);
+    expect(results.every((r) => r.inTurn)).toBe(true);
     expect(RpcError.isInstance(uploadErr) && uploadErr.code).toBe('ERR_RPC_CLOSED');
     const readsAfter = counter.n;
     await new Promise((r) => setTimeout(r, 50));

@@ -25,12 +25,16 @@ describe('XDR primitives', () => {
     expect(encode(int, -2)).toEqual(hex('fffffffe'));
     expect(encode(uint, 0xdeadbeef)).toEqual(hex('deadbeef'));
     expect(decode(int, hex('80000000'))).toBe(-0x8000_0000);
+    expect(decode(uint, hex('deadbeef'))).toBe(0xdeadbeef);
   });
 
   it('writes hyper and unsigned hyper in eight bytes', () => {
     expect(encode(hyper, -1n)).toEqual(hex('ffffffff ffffffff'));
     expect(encode(uhyper, 9_000_000n)).toEqual(hex('00000000 00895440'));
     expect(decode(uhyperNumber, hex('00000000 00895440'))).toBe(9_000_000);
+    expect(decode(hyper, hex('ffffffff ffffffff'))).toBe(-1n);
+    expect(decode(hyper, hex('80000000 00000000'))).toBe(-(2n ** 63n));
+    expect(decode(uhyper, hex('ffffffff fffffffe'))).toBe(2n ** 64n - 2n);
   });
 
   it('refuses an unsigned hyper above the safe integer range as a number', () => {
@@ -71,6 +75,17 @@ describe('XDR primitives', () => {
 
   it('rejects leftover bytes after a value', () => {
     expect(() => decode(int, hex('00000001 00000000'))).toThrow(/leftover/);
+  });
+
+  it('decodes a range of a larger buffer, and stops at its end', () => {
+    const s = struct('pair', { a: int, b: uhyper }, ['a', 'b']);
+    const v = { a: -2, b: 0xffff_ffff_ffff_fff0n };
+    const inner = encode(s, v);
+    const outer = Buffer.concat([Buffer.from([9, 9, 9]), inner, Buffer.from([7, 7, 7, 7])]);
+    expect(decode(s, outer, 3, 3 + inner.length)).toEqual(v);
+    // The bytes after `end` are not there for the reader: too short, or leftover.
+    expect(() => decode(s, outer, 3, 3 + inner.length - 4)).toThrow(XdrError);
+    expect(() => decode(int, outer, 3, 3 + inner.length)).toThrow(/leftover/);
   });
 
   it('rejects a value cut short', () => {

@@ -25,10 +25,13 @@ export class FakeServer {
   private queue: Packet[] = [];
   private waiters: ((p: Packet) => void)[] = [];
   readonly received: Packet[] = [];
+  /** The chunks the client wrote, one per write on its side. */
+  readonly writes: Buffer[] = [];
 
   constructor(wire: Duplex) {
     this.wire = wire;
     wire.on('data', (chunk: Buffer) => {
+      this.writes.push(chunk);
       this.buf = Buffer.concat([this.buf, chunk]);
       while (this.buf.length >= 4) {
         const len = this.buf.readUInt32BE(0);
