@@ -1,5 +1,6 @@
 // Peer: ssh2's own Server class in process (fault injection), relaying the streamlocal channel to a wire-level fake libvirt.
 import { once } from 'node:events';
+import { sshKeyPair } from '@proxy-op/testkit';
 import ssh2 from 'ssh2';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, procedures, RpcError, xdr } from '../src/index.js';
@@ -26,8 +27,8 @@ afterEach(async () => {
 
 /** An SSH server that accepts one client key and serves streamlocal channels with a fake libvirt. */
 async function sshServer(opts: { answer: boolean }): Promise<Harness> {
-  const host = utils.generateKeyPairSync('ed25519');
-  const client = utils.generateKeyPairSync('ed25519');
+  const host = sshKeyPair();
+  const client = sshKeyPair();
   const allowed = utils.parseKey(client.public);
   if (allowed instanceof Error) throw allowed;
   const socketPaths: string[] = [];

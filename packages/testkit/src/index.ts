@@ -19,4 +19,5 @@ export {
   runReadmeExample,
 } from './readme.js';
 export { describeReadme } from './readme-suite.js';
+export { type SshKeyPair, sshKeyPair } from './ssh-key.js';
 export { selfSignedCert } from './tls.js';

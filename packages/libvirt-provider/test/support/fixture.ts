@@ -19,7 +19,7 @@ import type {
   PlantedMark,
 } from '@proxy-op/providertest';
 import { plantedMarkPairs } from '@proxy-op/providertest';
-import ssh2 from 'ssh2';
+import { sshKeyPair } from '@proxy-op/testkit';
 import type { Budgets } from '../../src/budgets.js';
 import type { LibvirtFlavour } from '../../src/flavour.js';
 import { domainIds } from '../../src/id.js';
@@ -42,16 +42,9 @@ export const FAST_BUDGETS: Partial<Budgets> = {
   poll: 5,
 };
 
-/**
- * A fresh ed25519 private key in OpenSSH format. ssh2's generator writes a
- * malformed key when the public key starts with a zero byte (about one in
- * 250), which its own parser then refuses: such keys are drawn again.
- */
+/** A fresh ed25519 private key in OpenSSH format. */
 export function newPrivateKey(): string {
-  for (;;) {
-    const key = ssh2.utils.generateKeyPairSync('ed25519').private;
-    if (!(ssh2.utils.parseKey(key) instanceof Error)) return key;
-  }
+  return sshKeyPair().private;
 }
 
 export interface ModelFixtureOptions {
