@@ -200,7 +200,16 @@ export class Reconciler {
       return {};
     }
     cond('ProviderConfigured', 'True', 'Configured', `provider ${cp.name} (${cp.type})`);
-    const hash = specHash(obj.spec);
+    let hash: string;
+    try {
+      hash = specHash(obj.spec);
+    } catch (err) {
+      // A source the CRD's pattern let through but Squid could not be given.
+      const msg = `spec: ${(err as Error).message}`;
+      cond('Ready', 'False', 'InvalidSpec', msg);
+      await this.#write(key, before, st);
+      return {};
+    }
     try {
       // Replace when the spec changed under an existing instance.
       if (st.providerID !== undefined && st.specHash !== undefined && st.specHash !== hash) {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { cidrProblem } from '@proxy-op/contract';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 
 /** The API group of the operator's resources. */
@@ -295,10 +296,25 @@ function problemsOf(errors: readonly ErrorObject[] | null | undefined, root: str
   });
 }
 
+/**
+ * The sources the pattern lets through but that are no address (such as
+ * `1:2:3/64`): the pattern cannot check IPv6 fully.
+ */
+function sourceProblems(spec: unknown): SchemaProblem[] {
+  const sources = (spec as { allowedSources?: unknown } | undefined)?.allowedSources;
+  if (!Array.isArray(sources)) return [];
+  return sources.flatMap((cidr, i) => {
+    const problem = cidrProblem(cidr);
+    return problem === undefined ? [] : [{ path: `spec.allowedSources[${i}]`, message: problem }];
+  });
+}
+
 function run<T>(validator: ValidateFunction, input: unknown, root: string): Validated<T> {
   const copy: unknown = structuredClone(input);
-  if (validator(copy)) return { ok: true, value: copy as T };
-  return { ok: false, problems: problemsOf(validator.errors, root) };
+  if (!validator(copy)) return { ok: false, problems: problemsOf(validator.errors, root) };
+  const problems = sourceProblems(root === '' ? (copy as { spec?: unknown }).spec : copy);
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, value: copy as T };
 }
 
 /** Validates a Proxy manifest, filling in defaults (namespace, port, placement). The input is not modified. */

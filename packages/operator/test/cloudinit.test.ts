@@ -1,7 +1,17 @@
-// Peer: none (pure functions).
-import { describe, expect, it } from 'vitest';
+// Peers: none for the text; cloud-init (schema) and Squid (-k parse) read what it renders.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describeWithPeers } from '@proxy-op/testkit';
+import * as vitest from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { renderCloudInit, renderSquidConfig, specHash } from '../src/index.js';
 import { spec } from './support.js';
+
+const { describe, expect, it } = vitest;
+const run = promisify(execFile);
 
 describe('default cloud-init', () => {
   const s = spec({ provider: 'lab', port: 8080, allowedSources: ['10.0.0.0/8', '192.168.1.0/24'] });
@@ -13,6 +23,9 @@ describe('default cloud-init', () => {
     expect(conf).toContain('acl proxy_op_allowed src 192.168.1.0/24\n');
     expect(conf).toContain('http_access allow proxy_op_allowed\nhttp_access deny all\n');
     expect(conf).not.toMatch(/http_access allow all/);
+    expect(conf).toContain('http_access deny manager\n');
+    expect(conf).toContain('strip_query_terms on\n');
+    expect(conf).toContain('access_log stdio:/var/log/squid/access.log\n');
   });
 
   it('installs Squid with cloud-config for Debian/Ubuntu and is deterministic', () => {
@@ -47,3 +60,46 @@ describe('specHash', () => {
     expect(hashes.size).toBe(variants.length + 1);
   });
 });
+
+describeWithPeers(
+  vitest,
+  'the default cloud-init, read by the real cloud-init and Squid',
+  ['cloud-init', 'squid'],
+  () => {
+    let dir: string;
+    vitest.beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'operator-cloudinit-'));
+    });
+    vitest.afterAll(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+    const s = spec({
+      provider: 'lab',
+      port: 3129,
+      allowedSources: ['10.1.0.0/16', '10.0.0.0/8', '0.0.0.0/0', 'fd00::/8'],
+    });
+
+    it('is valid cloud-config for cloud-init schema', async () => {
+      const file = join(dir, 'user-data');
+      await writeFile(file, renderCloudInit(s));
+      const { stdout } = await run('cloud-init', ['schema', '-c', file]);
+      expect(stdout).toContain('Valid cloud-config');
+    });
+
+    it('writes a Squid configuration that squid -k parse reads without a warning', async () => {
+      const doc = parseYaml(renderCloudInit(s).replace(/^#cloud-config\n/, '')) as {
+        write_files: { path: string; content: string }[];
+      };
+      const conf = doc.write_files.find((f) => f.path === '/etc/squid/conf.d/proxy-op.conf');
+      expect(conf?.content).toBe(renderSquidConfig(s));
+      expect(conf?.content).toContain('pid_filename /run/squid.pid\n');
+      expect(conf?.content).toContain('http_access deny proxy_op_link_local\n');
+      const file = join(dir, 'squid.conf');
+      await writeFile(file, conf?.content ?? '');
+      const { stdout, stderr } = await run('squid', ['-k', 'parse', '-f', file]);
+      const out = `${stdout}\n${stderr}`;
+      expect(out).toContain(`Processing Configuration File: ${file}`);
+      expect(out.split('\n').filter((l) => /FATAL|ERROR|WARNING|Bungled/i.test(l))).toEqual([]);
+    });
+  },
+);

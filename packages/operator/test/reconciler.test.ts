@@ -219,6 +219,19 @@ describe('Reconciler: errors', () => {
     expect(store.get('default/web')?.status.phase).toBe('Ready');
     expect(backend.live()).toHaveLength(1);
   });
+
+  it('creates nothing for a source Squid cannot be given, and says which', async () => {
+    // The CRD's pattern lets `1:2:3/64` through; the operator's own validation does not.
+    const { backend, store, rec } = await setup();
+    store.apply('default', 'web', { ...spec({ provider: 'lab' }), allowedSources: ['1:2:3/64'] });
+    expect(await rec.reconcile('default/web')).toEqual({});
+    const ready = getCondition(store.get('default/web')?.status.conditions, 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(ready?.message).toBe(
+      'spec: allowedSources: "1:2:3/64" does not start with an IPv4 or IPv6 address',
+    );
+    expect(backend.live()).toHaveLength(0);
+  });
 });
 
 describe('Reconciler: deletion', () => {

@@ -57,6 +57,25 @@ describe('Proxy schema', () => {
     expect(v.problems.find((p) => p.path === 'spec')?.message).toContain('extra');
   });
 
+  it('refuses a source the pattern lets through but that is no address, naming it', () => {
+    const v = validateProxySpec({ provider: 'lab', allowedSources: ['10.0.0.0/8', '1:2:3/64'] });
+    expect(v.ok).toBe(false);
+    if (v.ok) return;
+    expect(v.problems).toEqual([
+      {
+        path: 'spec.allowedSources[1]',
+        message: '"1:2:3/64" does not start with an IPv4 or IPv6 address',
+      },
+    ]);
+    const m = validateProxyManifest({
+      apiVersion: 'proxy-op.io/v1alpha1',
+      kind: 'Proxy',
+      metadata: { name: 'web' },
+      spec: { provider: 'lab', allowedSources: [':::/8'] },
+    });
+    expect(m.ok ? [] : m.problems.map((p) => p.path)).toEqual(['spec.allowedSources[0]']);
+  });
+
   it('requires at least one allowed source', () => {
     const v = validateProxySpec({ provider: 'lab', allowedSources: [] });
     expect(v.ok).toBe(false);

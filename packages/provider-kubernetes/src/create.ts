@@ -11,7 +11,7 @@ import {
   type OperationContext,
   requireOneOf,
 } from '@proxy-op/contract';
-import { withPrefix } from './cidr.js';
+import { withPrefix } from '@proxy-op/squid-config';
 import { PROXY_RESOURCE } from './client.js';
 import { KubernetesApiError } from './errors.js';
 import { formatId } from './id.js';

@@ -4,6 +4,8 @@
  *
  * @packageDocumentation
  */
+
+export { renderSquidConfig, type SquidPaths, type SquidSettings } from '@proxy-op/squid-config';
 export { classify, KubernetesReason } from './classify.js';
 export {
   CONFIG_DEFAULTS,
@@ -22,7 +24,6 @@ export {
 } from './errors.js';
 export { formatId, type PodId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
-export { renderSquidConfig, type SquidPaths, type SquidSettings } from './squid.js';
 
 import { providerModule } from './module.js';
 

@@ -7,9 +7,9 @@
  * @module
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { renderSquidConfig } from '@proxy-op/squid-config';
 import type { ImageEntry, MachineTypeEntry } from './config.js';
 import { APP_LABELS, markLabels } from './labels.js';
-import { renderSquidConfig } from './squid.js';
 
 /** The annotation that holds the Pod's Squid configuration. */
 export const SQUID_CONF_ANNOTATION = 'proxy-op.io/squid.conf';

@@ -6,10 +6,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type CreateRequest, createProvider, isNotFound, REDACTED } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
+import { renderSquidConfig } from '@proxy-op/squid-config';
 import { afterEach, describe, expect, it } from 'vitest';
 import { providerModule } from '../src/module.js';
 import { SQUID_CONF_ANNOTATION } from '../src/pod.js';
-import { renderSquidConfig } from '../src/squid.js';
 import { admin, adminOk, podPath } from './support/admin.js';
 import {
   createKubeFixture,

@@ -7,11 +7,11 @@ import { type AddressInfo, connect, createServer, type Server as NetServer } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { renderSquidConfig, type SquidSettings } from '@proxy-op/squid-config';
 import { describeWithPeers, requestThroughProxy, which } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { CHECK_POD_NAME } from '../src/check.js';
 import { buildPod, type PodPlan, SQUID_CONF_ANNOTATION } from '../src/pod.js';
-import { renderSquidConfig, type SquidSettings } from '../src/squid.js';
 
 const { afterAll, beforeAll, expect, it } = vitest;
 
