@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { readOr, stopChild, waitFor } from './process.js';
+import { readOr, startSentinel, stopChild, waitFor } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -152,6 +152,12 @@ export interface LibvirtdOptions {
 export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirtd> {
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-libvirtd-')));
   await mkdir(dir, { recursive: true });
+  // Should this process die without stop(), the daemon, virtlogd and the
+  // guests (which outlive libvirtd) are killed and the dir removed.
+  const sentinel = startSentinel(dir, {
+    removeDir: !opts.keepDir,
+    pidDirs: [join(dir, 'root', 'run', 'qemu')],
+  });
   await ensureQemuUser();
   const logFile = join(dir, 'libvirtd.log');
   const conf = join(dir, 'libvirtd.conf');
@@ -252,6 +258,7 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
       opts.timeoutMs ?? 20_000,
       async () => `${stderr}\n${await readOr(logFile)}`,
     );
+    if (c.pid !== undefined) await sentinel.watchNamespaceOf(c.pid);
   };
   try {
     await launch(opts.virtlogd === true);
@@ -259,6 +266,7 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
     await stopChild(child);
     await stopLogd();
     if (!opts.keepDir && opts.dir === undefined) await rm(dir, { recursive: true, force: true });
+    sentinel.disarm();
     throw err;
   }
   return {
@@ -296,6 +304,7 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
       await stopChild(child);
       await stopLogd();
       if (!opts.keepDir) await rm(dir, { recursive: true, force: true });
+      sentinel.disarm();
     },
   };
 }

@@ -1,11 +1,13 @@
 /**
- * Waiting for and stopping the daemons the harness starts.
+ * Waiting for and stopping the daemons the harness starts, and cleaning up
+ * after them when their owner dies.
  *
  * @module
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { readFile, readlink } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 
 /** Polls `ok` until it holds; fails when the child exits or the time runs out (then kills it). */
 export async function waitFor(
@@ -41,4 +43,133 @@ export async function stopChild(child: ChildProcess, timeoutMs = 5000): Promise<
 /** A file's text, or empty when it cannot be read. */
 export async function readOr(path: string): Promise<string> {
   return readFile(path, 'utf8').catch(() => '');
+}
+
+/**
+ * A process that outlives its owner only to clean up after it. It waits on
+ * a pipe from the owner; when the pipe closes without a word (the owner was
+ * killed, crashed, or a test runner gave up on it), it kills every process
+ * whose command line names `dir`, that runs in one of the mount namespaces
+ * it was told of, or that a PID file in one of its `pidDirs` names (a
+ * daemon's guests keep running without the daemon, in namespaces of their
+ * own), then removes `dir` unless told to keep it. It runs in a session
+ * of its own, so a signal to the owner's process group does not reach it.
+ */
+export interface Sentinel {
+  /** Kills, on cleanup, the processes of `pid`'s mount namespace too. */
+  watchNamespaceOf(pid: number): Promise<void>;
+  /** Stands down for good: the owner cleaned up itself. */
+  disarm(): void;
+}
+
+// Node, not a shell: a shell would fork a few programs for each of the
+// machine's processes, which takes seconds on a loaded machine. The
+// directory comes in the environment, so the sentinel's own command line
+// never matches it.
+const SENTINEL_SCRIPT = `
+const fs = require('node:fs');
+const dir = process.env.DIR;
+const namespaces = new Set();
+let buffered = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (d) => {
+  buffered += d;
+  for (let i = buffered.indexOf('\\n'); i >= 0; i = buffered.indexOf('\\n')) {
+    const line = buffered.slice(0, i);
+    buffered = buffered.slice(i + 1);
+    if (line === 'disarm') process.exit(0);
+    if (line.startsWith('ns ')) namespaces.add(line.slice(3));
+  }
+});
+process.stdin.on('end', () => {
+  // Never this machine's own namespace: that would be every process.
+  namespaces.delete(fs.readlinkSync('/proc/self/ns/mnt'));
+  const killed = [];
+  // PID files of processes that left both (QEMU guests run in a namespace
+  // of their own): each names its process, whose command line names it back.
+  for (const d of (process.env.PID_DIRS || '').split(':').filter(Boolean)) {
+    let files = [];
+    try {
+      files = fs.readdirSync(d).filter((f) => f.endsWith('.pid'));
+    } catch {}
+    for (const f of files) {
+      try {
+        const pid = Number(fs.readFileSync(d + '/' + f, 'utf8').trim());
+        if (fs.readFileSync('/proc/' + pid + '/cmdline').includes(f.slice(0, -4))) {
+          process.kill(pid, 'SIGKILL');
+          killed.push(String(pid));
+        }
+      } catch {}
+    }
+  }
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\\d+$/.test(p) || Number(p) === process.pid) continue;
+    let hit;
+    try {
+      hit = namespaces.has(fs.readlinkSync('/proc/' + p + '/ns/mnt'))
+        || fs.readFileSync('/proc/' + p + '/cmdline').includes(dir);
+    } catch {
+      continue;
+    }
+    if (!hit) continue;
+    try {
+      process.kill(Number(p), 'SIGKILL');
+      killed.push(p);
+    } catch {}
+  }
+  const gone = (p) => {
+    try {
+      return fs.readFileSync('/proc/' + p + '/stat', 'utf8').split(') ')[1].startsWith('Z');
+    } catch {
+      return true;
+    }
+  };
+  const deadline = Date.now() + 5000;
+  const finish = () => {
+    if (!killed.every(gone) && Date.now() < deadline) return setTimeout(finish, 50);
+    if (process.env.REMOVE === '1') {
+      fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    }
+  };
+  finish();
+});
+`;
+
+/** Starts a {@link Sentinel} for what lives in `dir`. */
+export function startSentinel(
+  dir: string,
+  opts: {
+    removeDir: boolean;
+    /** Dirs of `<name>.pid` files whose processes are killed too (when their command line names `<name>`). */
+    pidDirs?: readonly string[];
+  },
+): Sentinel {
+  const child = spawn(process.execPath, ['--input-type=commonjs', '-e', SENTINEL_SCRIPT], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+    env: {
+      DIR: dir,
+      PID_DIRS: (opts.pidDirs ?? []).join(':'),
+      REMOVE: opts.removeDir ? '1' : '0',
+    },
+  });
+  const pipe = child.stdin as Socket;
+  pipe.on('error', () => {});
+  // Neither the sentinel nor its pipe keeps the owner's event loop alive.
+  child.unref();
+  pipe.unref();
+  let armed = true;
+  return {
+    async watchNamespaceOf(pid) {
+      const ns = await readlink(`/proc/${pid}/ns/mnt`);
+      // A process in this one's own namespace has none to be told of.
+      if (ns === (await readlink('/proc/self/ns/mnt'))) return;
+      if (armed) pipe.write(`ns ${ns}\n`);
+    },
+    disarm() {
+      if (!armed) return;
+      armed = false;
+      pipe.end('disarm\n');
+    },
+  };
 }

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BINARIES } from './index.js';
-import { stopChild, waitFor } from './process.js';
+import { startSentinel, stopChild, waitFor } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -59,6 +59,8 @@ export async function startSshd(
 ): Promise<Sshd> {
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-sshd-')));
   await mkdir(dir, { recursive: true });
+  // Should this process die without stop(), sshd is killed and the dir removed.
+  const sentinel = startSentinel(dir, { removeDir: true });
   await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
   const hostKey = join(dir, 'host_ed25519');
   const clientKeyFile = join(dir, 'client_ed25519');
@@ -112,6 +114,7 @@ export async function startSshd(
   } catch (err) {
     await stopChild(child);
     if (opts.dir === undefined) await rm(dir, { recursive: true, force: true });
+    sentinel.disarm();
     throw err;
   }
   return {
@@ -126,6 +129,7 @@ export async function startSshd(
     async stop() {
       await stopChild(child);
       await rm(dir, { recursive: true, force: true });
+      sentinel.disarm();
     },
   };
 }

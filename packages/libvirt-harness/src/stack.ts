@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { buildTestGuest, TEST_GUEST_MARK, type TestGuest } from './guest.js';
 import { type ImageServer, startImageServer } from './images.js';
 import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
+import { startSentinel } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -138,6 +139,7 @@ function lines(s: string): string[] {
 /** Starts the whole stack; `stop()` ends every process it started. */
 export async function startLibvirtStack(): Promise<LibvirtStack> {
   const dir = await mkdtemp(join(tmpdir(), 'proxy-op-stack-'));
+  const sentinel = startSentinel(dir, { removeDir: true });
   await chmod(dir, 0o755);
   const guest = await buildTestGuest({ cacheDir: join(tmpdir(), 'proxy-op-test-guest') });
   const daemon = await startLibvirtd({ virtlogd: true });
@@ -212,6 +214,7 @@ export async function startLibvirtStack(): Promise<LibvirtStack> {
       await sshd.stop();
       await daemon.stop();
       await rm(dir, { recursive: true, force: true });
+      sentinel.disarm();
     },
   };
 }
