@@ -1,5 +1,12 @@
-import { badRequest, type FieldError, fieldNotSupported, fieldRequired } from './errors.js';
+import {
+  badRequest,
+  type FieldError,
+  fieldForbidden,
+  fieldNotSupported,
+  fieldRequired,
+} from './errors.js';
 import { isObject, type JsonObject, type JsonValue, meta, str } from './json.js';
+import { parseQuantity } from './quota.js';
 import {
   AGE_COLUMN,
   type Column,
@@ -120,6 +127,13 @@ function podDefaults(obj: JsonObject) {
       c.terminationMessagePath ??= '/dev/termination-log';
       c.terminationMessagePolicy ??= 'File';
       c.resources ??= {};
+      // Limits without requests: the requests default to the limits.
+      const res = c.resources;
+      if (isObject(res) && isObject(res.limits)) {
+        const requests = isObject(res.requests) ? res.requests : {};
+        for (const [k, v] of Object.entries(res.limits)) requests[k] ??= v;
+        res.requests = requests;
+      }
       for (const p of arr(c.ports)) if (isObject(p)) p.protocol ??= 'TCP';
     }
   }
@@ -273,6 +287,46 @@ function roleRef(o: JsonObject): JsonValue {
   return `${r.kind ?? ''}/${r.name ?? ''}`;
 }
 
+const QUANTITY_FORMAT =
+  "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+function quotaDecode(obj: JsonObject): string[] {
+  for (const part of ['spec', 'status']) {
+    const holder = obj[part];
+    for (const key of ['hard', 'used']) {
+      const list = isObject(holder) ? holder[key] : undefined;
+      if (!isObject(list)) continue;
+      for (const v of Object.values(list))
+        if (parseQuantity(v) === undefined)
+          throw badRequest(
+            `ResourceQuota in version "v1" cannot be handled as a ResourceQuota: ${QUANTITY_FORMAT}`,
+          );
+    }
+  }
+  return [];
+}
+
+function quotaValidate(obj: JsonObject): FieldError[] {
+  const errs = validateObjectMeta(obj, true, dns1123Subdomain);
+  const spec = isObject(obj.spec) ? obj.spec : {};
+  for (const f of ['scopes', 'scopeSelector'])
+    if (spec[f] !== undefined && spec[f] !== null)
+      errs.push(fieldForbidden(`spec.${f}`, 'quota scopes are not supported by this test server'));
+  return errs;
+}
+
+/** `kubectl get quota`'s Request or Limit cell: `name: used/hard` for each resource. */
+function quotaCell(o: JsonObject, limits: boolean): JsonValue {
+  const status = isObject(o.status) ? o.status : {};
+  const hard = isObject(status.hard) ? status.hard : {};
+  const used = isObject(status.used) ? status.used : {};
+  return Object.keys(hard)
+    .sort()
+    .filter((k) => k.startsWith('limits.') === limits)
+    .map((k) => `${k}: ${String(used[k] ?? '0')}/${String(hard[k])}`)
+    .join(', ');
+}
+
 /** The built-in resources, served from the server's start. */
 export function builtinTypes(): ResourceType[] {
   return [
@@ -389,6 +443,28 @@ export function builtinTypes(): ResourceType[] {
         column('Data', (o) => countKeys(o.data) + countKeys(o.binaryData), { type: 'string' }),
         AGE_COLUMN,
       ],
+    }),
+    builtin({
+      group: '',
+      version: 'v1',
+      resource: 'resourcequotas',
+      kind: 'ResourceQuota',
+      singular: 'resourcequota',
+      namespaced: true,
+      shortNames: ['quota'],
+      statusSubresource: true,
+      columns: [
+        NAME_COLUMN,
+        AGE_COLUMN,
+        column('Request', (o) => quotaCell(o, false)),
+        column('Limit', (o) => quotaCell(o, true)),
+      ],
+      decode: quotaDecode,
+      // The controller fills the status, never the client.
+      prepareCreate: (o) => {
+        delete o.status;
+      },
+      validate: quotaValidate,
     }),
     builtin({
       group: '',

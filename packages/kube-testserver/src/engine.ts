@@ -15,6 +15,7 @@ import {
 } from './errors.js';
 import { apply, recordUpdate, type Scope } from './fieldmanager.js';
 import { clone, deepEqual, isObject, type JsonObject, meta, str, strings } from './json.js';
+import { admitPod, quotaStatus } from './quota.js';
 import type { Registry } from './registry.js';
 import {
   groupVersion,
@@ -44,6 +45,8 @@ export interface DeleteOptions {
 
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const NS_KEY = '/namespaces';
+const POD_KEY = '/pods';
+const QUOTA_KEY = '/resourcequotas';
 const CRD_KEY = `${CRD_GROUP}/customresourcedefinitions`;
 const SYSTEM_META = [
   'uid',
@@ -214,6 +217,14 @@ export class Engine {
     t.prepareCreate?.(obj, ctx);
     const errs = t.validate?.(obj, undefined) ?? [];
     if (errs.length > 0) throw this.#invalid(t, name, errs);
+    // Validating admission runs before storage, so a full quota answers 403
+    // even where the name is taken.
+    const isPod = resourceKey(t) === POD_KEY;
+    if (isPod)
+      admitPod(
+        obj,
+        this.store.list(QUOTA_KEY, namespace).map((e) => e.object),
+      );
     const key = objectKey(t.namespaced ? namespace : '', name);
     const existing = this.store.get(resourceKey(t), key);
     if (existing !== undefined)
@@ -230,7 +241,28 @@ export class Engine {
         scope: 'main',
       });
     if (opts.dryRun) return obj;
-    return clone(this.store.put(resourceKey(t), key, obj));
+    const stored = clone(this.store.put(resourceKey(t), key, obj));
+    // The plugin charges the quotas as it admits (the controller only
+    // recalculates later), so the next create already sees this pod.
+    if (isPod) this.#updateQuotas(namespace);
+    return stored;
+  }
+
+  /** The quota controller for one namespace (all when undefined): status.hard and status.used; true when one changed. */
+  #updateQuotas(namespace?: string): boolean {
+    let changed = false;
+    const now = Date.now();
+    for (const { key, object } of this.store.list(QUOTA_KEY, namespace)) {
+      const ns = str(meta(object), 'namespace') ?? '';
+      const pods = this.store.list(POD_KEY, ns).map((e) => e.object);
+      const status = quotaStatus(object, pods, now);
+      if (JSON.stringify(status) === JSON.stringify(object.status ?? null)) continue;
+      const next = clone(object);
+      next.status = status;
+      this.store.put(QUOTA_KEY, key, next);
+      changed = true;
+    }
+    return changed;
   }
 
   /**
@@ -506,6 +538,8 @@ export class Engine {
       });
       changed = true;
     };
+    // The quota controller: usage recalculated as pods come and go.
+    if (this.#updateQuotas()) changed = true;
     // Garbage collection of dependents whose owners are gone.
     while (this.#orphanedOwners.length > 0) {
       const uid = this.#orphanedOwners.shift()!;

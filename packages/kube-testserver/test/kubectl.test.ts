@@ -317,4 +317,66 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
       'Error from server (Forbidden): configmaps is forbidden: User "system:serviceaccount:default:viewer" cannot list resource "configmaps" in API group "" in the namespace "default"\n',
     );
   });
+  it('enforces a ResourceQuota on pods as the admission plugin does, in its words', async () => {
+    const file = (name: string, text: string) => {
+      const f = join(home, name);
+      return writeFile(f, text).then(() => f);
+    };
+    const quota = await file(
+      'quota.yaml',
+      'apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: compute\nspec:\n  hard:\n    pods: "1"\n    requests.cpu: 500m\n    limits.memory: 1Gi\n',
+    );
+    const pod = (name: string, resources: string) =>
+      file(
+        `${name}.yaml`,
+        `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  containers:\n    - name: app\n      image: squid:6\n${resources}`,
+      );
+    const sized =
+      '      resources:\n        requests:\n          cpu: 100m\n        limits:\n          memory: 128Mi\n';
+    expect((await kubectl(['apply', '-f', quota])).stdout).toBe('resourcequota/compute created\n');
+    const used = async () =>
+      (await kubectl(['get', 'quota', 'compute', '-o', 'jsonpath={.status.used}'])).stdout;
+    await server.settled();
+    expect(JSON.parse(await used())).toEqual({
+      'limits.memory': '0',
+      pods: '0',
+      'requests.cpu': '0',
+    });
+
+    const a = await kubectl(['apply', '-f', await pod('a', sized)]);
+    expect(a.stdout).toBe('pod/a created\n');
+    expect(JSON.parse(await used())).toEqual({
+      'limits.memory': '128Mi',
+      pods: '1',
+      'requests.cpu': '100m',
+    });
+    const table = await kubectl(['get', 'quota']);
+    expect(table.stdout).toContain('limits.memory: 128Mi/1Gi');
+    expect(table.stdout).toContain('pods: 1/1, requests.cpu: 100m/500m');
+
+    // The quota is full: the next pod is refused before its name is looked at.
+    const b = await kubectl(['apply', '-f', await pod('b', sized)]);
+    expect(b.code).toBe(1);
+    expect(b.stderr).toContain(
+      'pods "b" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1\n',
+    );
+    // A container that leaves out what the quota restricts is refused first.
+    const bare = await kubectl(['apply', '-f', await pod('c', '')]);
+    expect(bare.stderr).toContain(
+      'pods "c" is forbidden: failed quota: compute: must specify limits.memory for: app; requests.cpu for: app\n',
+    );
+    // A dry run is checked but not charged.
+    const dry = await kubectl(['apply', '--dry-run=server', '-f', await pod('d', sized)]);
+    expect(dry.stderr).toContain('pods "d" is forbidden: exceeded quota: compute');
+
+    // Deleting the pod gives its share back; the next pod fits.
+    expect((await kubectl(['delete', 'pod', 'a', '--wait=true'])).code).toBe(0);
+    await server.settled();
+    expect(JSON.parse(await used())).toEqual({
+      'limits.memory': '0',
+      pods: '0',
+      'requests.cpu': '0',
+    });
+    expect((await kubectl(['apply', '-f', await pod('b', sized)])).stdout).toBe('pod/b created\n');
+  });
 });

@@ -219,36 +219,20 @@ export async function createKubeFixture(
     if (mark.installation === undefined) delete labels['proxy-operator-installation'];
     return labels;
   };
-  const quotaRefusal =
-    (namespace: string, hard: number) => (r: { method: string; path: string; body: unknown }) => {
-      if (r.method !== 'POST' || r.path.split('?')[0] !== `/api/v1/namespaces/${namespace}/pods`) {
-        return undefined;
-      }
-      const used = kubelet
-        .pods()
-        .filter(
-          (p) =>
-            p.metadata.namespace === namespace &&
-            p.status?.phase !== 'Succeeded' &&
-            p.status?.phase !== 'Failed',
-        ).length;
-      if (used + 1 <= hard) return undefined;
-      const name = (r.body as { metadata?: { name?: string } })?.metadata?.name ?? '';
-      // The ResourceQuota admission plugin's refusal, as the real API server words it.
-      return {
-        status: 403,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: `pods "${name}" is forbidden: exceeded quota: proxy-quota, requested: pods=1, used: pods=${used}, limited: pods=${hard}`,
-          reason: 'Forbidden',
-          details: { name, kind: 'pods' },
-          code: 403,
-        },
-      };
-    };
+  // A ResourceQuota of `hard` pods in the namespace, enforced by the test
+  // server's quota admission (refusals in the real plugin's words) once
+  // its controller has filled in the status.
+  const fillQuota = async (namespace: string, hard: number) => {
+    await adminOk(server, 'POST', `/api/v1/namespaces/${namespace}/resourcequotas`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'proxy-quota' },
+        spec: { hard: { pods: String(hard) } },
+      },
+    });
+    await server.settled();
+  };
 
   const harness: BackendHarness = {
     baseRequest: {
@@ -333,10 +317,8 @@ export async function createKubeFixture(
     plantMarked: (name, mark) => plant(name, plantedLabels(mark), true),
     blockCalls: (skip) => front.blockCalls(skip),
     injectMalformed: () => front.injectMalformed(),
-    exhaustCapacity: () => {
-      const used = kubelet.pods().filter((p) => p.metadata.namespace === 'default').length;
-      front.admission = quotaRefusal('default', used);
-    },
+    exhaustCapacity: () =>
+      fillQuota('default', kubelet.pods().filter((p) => p.metadata.namespace === 'default').length),
     callBudgetMs: 3000,
     classifyCases: CLASSIFY_CASES,
     classify: (op, err) => providerModule.classify(op, err),
@@ -361,9 +343,7 @@ export async function createKubeFixture(
       },
       {
         name: 'a ResourceQuota leaves no room',
-        arrange: () => {
-          front.admission = quotaRefusal('default', 0);
-        },
+        arrange: () => fillQuota('default', 0),
         want: 'QuotaExceeded',
       },
       {
