@@ -1,9 +1,10 @@
 /**
  * The provider on the Kubernetes API test server, with the harness the
  * conformance kit drives: a fresh server per fixture, the HTTPS front
- * between them (request counts, held and garbled requests, quota
- * refusals), the "kubelet" that schedules and runs Pods, and a service
- * account bound to exactly the provider's Role (`rbac/role.yaml`).
+ * between them (request counts, held and garbled requests), real
+ * ResourceQuotas the server's quota admission enforces, the "kubelet"
+ * that schedules and runs Pods, and a service account bound to exactly the
+ * provider's Role (`rbac/role.yaml`).
  *
  * Peer: the Kubernetes API test server, reached through the real
  * `@kubernetes/client-node` and undici.
