@@ -13,18 +13,7 @@ import { isObject, type JsonObject, type JsonValue, meta, str } from './json.js'
 
 const POD_GR = { group: '', resource: 'pods' };
 
-/** The resources the pod evaluator counts. */
-const POD_RESOURCES = new Set([
-  'pods',
-  'count/pods',
-  'cpu',
-  'memory',
-  'requests.cpu',
-  'requests.memory',
-  'limits.cpu',
-  'limits.memory',
-]);
-/** Those every container must state when a quota restricts them. */
+/** What every container must state when a quota restricts it. */
 const CONSTRAINED = new Set([
   'cpu',
   'memory',
@@ -33,6 +22,8 @@ const CONSTRAINED = new Set([
   'limits.cpu',
   'limits.memory',
 ]);
+/** The resources the pod evaluator counts. */
+const POD_RESOURCES = new Set(['pods', 'count/pods', ...CONSTRAINED]);
 
 const BINARY: Record<string, bigint> = {
   Ki: 1n << 10n,
