@@ -317,7 +317,10 @@ describeWithPeers(vitest, 'kubectl against the test server', ['kubectl', 'openss
       'Error from server (Forbidden): configmaps is forbidden: User "system:serviceaccount:default:viewer" cannot list resource "configmaps" in API group "" in the namespace "default"\n',
     );
   });
-  it('enforces a ResourceQuota on pods as the admission plugin does, in its words', async () => {
+  // Nine kubectl runs: each starts a Go binary, which takes seconds on a loaded machine.
+  it('enforces a ResourceQuota on pods as the admission plugin does, in its words', {
+    timeout: 120_000,
+  }, async () => {
     const file = (name: string, text: string) => {
       const f = join(home, name);
       return writeFile(f, text).then(() => f);
