@@ -162,6 +162,12 @@ function podReady(o: JsonObject): JsonValue {
   return `${ready}/${total}`;
 }
 
+/** The Status cell of `kubectl get pods`: the phase, or Terminating once deleted. */
+function podStatus(o: JsonObject): JsonValue {
+  if (meta(o).deletionTimestamp !== undefined) return 'Terminating';
+  return isObject(o.status) ? (o.status.phase ?? '') : '';
+}
+
 function podRestarts(o: JsonObject): JsonValue {
   const status = isObject(o.status) ? o.status : {};
   let n = 0;
@@ -363,7 +369,7 @@ export function builtinTypes(): ResourceType[] {
       columns: [
         NAME_COLUMN,
         column('Ready', podReady),
-        column('Status', (o) => (isObject(o.status) ? (o.status.phase ?? '') : '')),
+        column('Status', podStatus),
         column('Restarts', podRestarts, { type: 'string' }),
         AGE_COLUMN,
         column('IP', (o) => (isObject(o.status) ? (o.status.podIP ?? '<none>') : '<none>'), {

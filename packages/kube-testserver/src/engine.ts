@@ -41,6 +41,8 @@ export interface DeleteOptions {
   readonly propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
   readonly preconditions?: { uid?: string; resourceVersion?: string };
   readonly dryRun: boolean;
+  /** Seconds a graceful deletion (of a scheduled pod) may take; 0 deletes now. */
+  readonly gracePeriodSeconds?: number;
 }
 
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
@@ -364,7 +366,13 @@ export class Engine {
       });
     if (deepEqual(withoutVolatile(next), withoutVolatile(existing))) return clone(existing);
     if (opts.dryRun) return next;
-    if (nm.deletionTimestamp !== undefined && this.#finalizers(t, next).length === 0) {
+    // An update lets a deleted object go once nothing holds it: no
+    // finalizer, and no grace period still running (a terminating pod).
+    if (
+      nm.deletionTimestamp !== undefined &&
+      (nm.deletionGracePeriodSeconds ?? 0) === 0 &&
+      this.#finalizers(t, next).length === 0
+    ) {
       return clone(this.store.remove(resourceKey(t), key) ?? next);
     }
     return clone(this.store.put(resourceKey(t), key, next));
@@ -457,6 +465,8 @@ export class Engine {
         name,
         `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${String(m.resourceVersion ?? '')}`,
       );
+    const graceful = this.#podGrace(t, existing, opts);
+    if (graceful !== undefined) return graceful;
     if (m.deletionTimestamp !== undefined) return { object: clone(existing), deleted: false };
     const next = clone(existing);
     const nm = meta(next);
@@ -475,6 +485,62 @@ export class Engine {
     }
     if (opts.dryRun) return { object: next, deleted: true };
     return { object: clone(this.store.remove(resourceKey(t), key) ?? next), deleted: true };
+  }
+
+  /**
+   * Graceful deletion of a pod, as the pod strategy and the generic
+   * registry do it: a pod bound to a node gets `deletionTimestamp` in
+   * `gracePeriodSeconds` (its `terminationGracePeriodSeconds`, 30 by
+   * default) and stays until its kubelet deletes it again with 0; an
+   * unscheduled or finished pod goes at once. A second delete may only
+   * shorten the period. Undefined when the ordinary path applies.
+   */
+  #podGrace(
+    t: ResourceType,
+    existing: JsonObject,
+    opts: DeleteOptions,
+  ): { object: JsonObject; deleted: boolean } | undefined {
+    if (resourceKey(t) !== POD_KEY) return undefined;
+    const spec = isObject(existing.spec) ? existing.spec : {};
+    const status = isObject(existing.status) ? existing.status : {};
+    const m = meta(existing);
+    let grace =
+      opts.gracePeriodSeconds ??
+      (typeof spec.terminationGracePeriodSeconds === 'number'
+        ? spec.terminationGracePeriodSeconds
+        : 30);
+    if ((str(spec, 'nodeName') ?? '') === '') grace = 0;
+    if (status.phase === 'Succeeded' || status.phase === 'Failed') grace = 0;
+    if (grace < 0) grace = 1;
+    const current =
+      typeof m.deletionGracePeriodSeconds === 'number' ? m.deletionGracePeriodSeconds : undefined;
+    if (m.deletionTimestamp !== undefined) {
+      // Already terminating: only a shorter period changes anything.
+      if (current === undefined || grace >= current)
+        return { object: clone(existing), deleted: false };
+    } else if (grace === 0) return undefined;
+    const requested =
+      m.deletionTimestamp !== undefined && current !== undefined
+        ? Date.parse(String(m.deletionTimestamp)) - current * 1000
+        : Date.now();
+    const next = clone(existing);
+    const nm = meta(next);
+    nm.deletionTimestamp = nowTime(new Date(requested + grace * 1000));
+    nm.deletionGracePeriodSeconds = grace;
+    if (opts.dryRun) return { object: next, deleted: false };
+    if (grace === 0 && this.#finalizers(t, next).length === 0) {
+      return {
+        object: clone(
+          this.store.remove(
+            resourceKey(t),
+            objectKey(str(m, 'namespace') ?? '', str(m, 'name') ?? ''),
+          ) ?? next,
+        ),
+        deleted: true,
+      };
+    }
+    const key = objectKey(str(m, 'namespace') ?? '', str(m, 'name') ?? '');
+    return { object: clone(this.store.put(resourceKey(t), key, next)), deleted: false };
   }
 
   #orphan(uid: unknown) {

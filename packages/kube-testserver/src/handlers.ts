@@ -500,6 +500,12 @@ function deleteOptions(url: URL, body: Buffer): DeleteOptions {
       reason: 'Invalid',
       code: 422,
     });
+  const graceText =
+    url.searchParams.get('gracePeriodSeconds') ??
+    (typeof o.gracePeriodSeconds === 'number' ? String(o.gracePeriodSeconds) : undefined);
+  const grace = graceText === undefined ? undefined : Number(graceText);
+  if (grace !== undefined && !Number.isInteger(grace))
+    throw badRequest(`invalid value for gracePeriodSeconds: "${graceText}"`);
   const pre = isObject(o.preconditions) ? o.preconditions : {};
   const dryRun =
     url.searchParams.getAll('dryRun').length > 0 ||
@@ -515,6 +521,7 @@ function deleteOptions(url: URL, body: Buffer): DeleteOptions {
       ...(typeof pre.resourceVersion === 'string' ? { resourceVersion: pre.resourceVersion } : {}),
     },
     dryRun,
+    ...(grace === undefined ? {} : { gracePeriodSeconds: grace }),
   };
 }
 

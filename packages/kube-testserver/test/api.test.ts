@@ -492,6 +492,61 @@ describe('MicroTime', () => {
   });
 });
 
+describe('graceful deletion of pods', () => {
+  const P = '/api/v1/namespaces/default/pods';
+  const pod = (name: string, extra: Record<string, unknown> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { containers: [{ name: 'app', image: 'squid:6' }], ...extra },
+  });
+  const seconds = (a: string, b: number) => Math.round((Date.parse(a) - b) / 1000);
+
+  it('keeps a scheduled pod terminating for its grace period, which a later delete may only shorten', async () => {
+    await call(server, 'POST', P, { body: pod('graceful', { nodeName: 'node-a' }) });
+    const t0 = Date.now();
+    const del = await call(server, 'DELETE', `${P}/graceful`);
+    expect(del.status).toBe(200);
+    expect(del.body.metadata.deletionGracePeriodSeconds).toBe(30);
+    expect(seconds(del.body.metadata.deletionTimestamp, t0)).toBe(30);
+    const table = await call(server, 'GET', `${P}/graceful`, {
+      accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json',
+    });
+    expect(table.body.rows[0].cells[2]).toBe('Terminating');
+    // A longer period changes nothing; a shorter one moves the deadline.
+    const longer = await call(server, 'DELETE', `${P}/graceful?gracePeriodSeconds=60`);
+    expect(longer.body.metadata.deletionGracePeriodSeconds).toBe(30);
+    const shorter = await call(server, 'DELETE', `${P}/graceful`, {
+      body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 5 },
+    });
+    expect(shorter.body.metadata.deletionGracePeriodSeconds).toBe(5);
+    expect(seconds(shorter.body.metadata.deletionTimestamp, t0)).toBe(5);
+    // A status write by the kubelet meanwhile does not let it go.
+    const status = await call(server, 'PATCH', `${P}/graceful/status`, {
+      body: { status: { phase: 'Running' } },
+      contentType: 'application/merge-patch+json',
+    });
+    expect(status.status).toBe(200);
+    expect((await call(server, 'GET', `${P}/graceful`)).status).toBe(200);
+    // The kubelet's final delete, with 0.
+    expect((await call(server, 'DELETE', `${P}/graceful?gracePeriodSeconds=0`)).status).toBe(200);
+    expect((await call(server, 'GET', `${P}/graceful`)).status).toBe(404);
+  });
+
+  it('deletes an unscheduled or finished pod at once', async () => {
+    await call(server, 'POST', P, { body: pod('pending') });
+    expect((await call(server, 'DELETE', `${P}/pending`)).status).toBe(200);
+    expect((await call(server, 'GET', `${P}/pending`)).status).toBe(404);
+    await call(server, 'POST', P, { body: pod('done', { nodeName: 'node-a' }) });
+    await call(server, 'PATCH', `${P}/done/status`, {
+      body: { status: { phase: 'Succeeded' } },
+      contentType: 'application/merge-patch+json',
+    });
+    expect((await call(server, 'DELETE', `${P}/done`)).status).toBe(200);
+    expect((await call(server, 'GET', `${P}/done`)).status).toBe(404);
+  });
+});
+
 describe('finalizers and owners', () => {
   it('holds a deleted object until its finalizers are gone', async () => {
     await call(server, 'POST', W, {

@@ -5,10 +5,11 @@
  * without this a Pod stays Pending forever and is deleted at once, as an
  * unscheduled Pod is.
  *
- * A scheduled Pod gets the finalizer {@link KUBELET_FINALIZER}, which stands
- * for the kubelet's part in a graceful deletion: a delete then leaves the
- * Pod terminating (`deletionTimestamp` set) until {@link Kubelet.settle}
- * lets it go, as the kubelet does once the containers have stopped.
+ * A scheduled Pod (bound to {@link NODE_NAME}) is deleted gracefully by the
+ * test server, as by a real one: a delete leaves it terminating
+ * (`deletionTimestamp` set, its grace period running) until
+ * {@link Kubelet.settle} deletes it again with a grace period of 0, as the
+ * kubelet does once the containers have stopped.
  *
  * Peer: the Kubernetes API test server.
  *
@@ -17,8 +18,6 @@
 import type { KubeTestServer } from '@proxy-op/kube-testserver';
 import { adminOk, podPath } from './admin.js';
 
-/** The finalizer that holds a deleted, scheduled Pod until the "kubelet" has stopped it. */
-export const KUBELET_FINALIZER = 'test.proxy-op.io/kubelet';
 /** The node every Pod is scheduled to. */
 export const NODE_NAME = 'node-a';
 
@@ -52,7 +51,7 @@ export class Kubelet {
   async schedule(namespace: string, name: string): Promise<void> {
     await adminOk(this.server, 'PATCH', podPath(namespace, name), {
       contentType: MERGE,
-      body: { metadata: { finalizers: [KUBELET_FINALIZER] }, spec: { nodeName: NODE_NAME } },
+      body: { spec: { nodeName: NODE_NAME } },
     });
     await this.#status(namespace, name, {
       conditions: [{ type: 'PodScheduled', status: 'True' }],
@@ -106,14 +105,9 @@ export class Kubelet {
   /** Lets every terminating Pod go, as the kubelet does once its containers stopped. */
   async settle(): Promise<void> {
     for (const p of this.pods()) {
-      const { namespace, name, deletionTimestamp, finalizers = [] } = p.metadata;
-      if (deletionTimestamp === undefined || !finalizers.includes(KUBELET_FINALIZER)) continue;
-      await adminOk(this.server, 'PATCH', podPath(namespace, name), {
-        contentType: MERGE,
-        body: { metadata: { finalizers: finalizers.filter((f) => f !== KUBELET_FINALIZER) } },
-      }).catch((err: unknown) => {
-        if (!String(err).includes(': 404 ')) throw err;
-      });
+      const { namespace, name, deletionTimestamp } = p.metadata;
+      if (deletionTimestamp === undefined) continue;
+      await this.#deleteNow(namespace, name);
     }
     await this.server.settled();
   }
@@ -128,13 +122,18 @@ export class Kubelet {
         body: { metadata: { finalizers: null } },
       });
     }
-    if (this.pod(namespace, name) !== undefined) {
-      await adminOk(this.server, 'DELETE', podPath(namespace, name)).catch((err: unknown) => {
-        if (!String(err).includes(': 404 ')) throw err;
-      });
-    }
+    if (this.pod(namespace, name) !== undefined) await this.#deleteNow(namespace, name);
     await this.server.settled();
     if (this.pod(namespace, name) !== undefined) throw new Error(`Pod ${namespace}/${name} stayed`);
+  }
+
+  /** The kubelet's final delete: a grace period of 0. */
+  async #deleteNow(namespace: string, name: string): Promise<void> {
+    await adminOk(this.server, 'DELETE', `${podPath(namespace, name)}?gracePeriodSeconds=0`).catch(
+      (err: unknown) => {
+        if (!String(err).includes(': 404 ')) throw err;
+      },
+    );
   }
 
   async #status(namespace: string, name: string, status: Record<string, unknown>): Promise<void> {
