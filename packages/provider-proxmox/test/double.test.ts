@@ -103,8 +103,9 @@ function raw(
 
 /**
  * Writes bytes on a TLS connection of its own and resolves with what came
- * back before it closed (or `ms` passed); with `hangUp`, the client closes
- * its side as soon as the bytes are out.
+ * back before it closed (or `ms` passed since the handshake, which a loaded
+ * machine can make slow); with `hangUp`, the client closes its side as soon
+ * as the bytes are out.
  */
 function tlsRaw(
   fx: ProxmoxFixture,
@@ -117,15 +118,15 @@ function tlsRaw(
     const s = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
       if (hangUp) s.end(bytes);
       else s.write(bytes);
+      setTimeout(() => {
+        s.destroy();
+      }, ms).unref();
     });
     const chunks: Buffer[] = [];
     s.on('data', (c: Buffer) => chunks.push(c));
     const done = () => resolve(Buffer.concat(chunks).toString('latin1'));
     s.on('close', done);
     s.on('error', () => {});
-    setTimeout(() => {
-      s.destroy();
-    }, ms).unref();
   });
 }
 
@@ -317,7 +318,10 @@ describe('pveproxy', () => {
     const body = 'newid=100300&name=proxy-gone&full=1';
     const head = (len: number) =>
       `POST /api2/json/nodes/pv1-1/qemu/9001/clone HTTP/1.1\r\nHost: x\r\nAuthorization: PVEAPIToken=${TOKEN_LINE}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${len}\r\n\r\n`;
+    const line = 'POST /api2/json/nodes/pv1-1/qemu/9001/clone';
     await tlsRaw(fx, `${head(body.length)}${body.slice(0, 10)}`, 100, true);
+    // The head reached the server; the body never came whole.
+    await waitFor(() => fx.fake!.requests.includes(line));
     await fx.model.settle();
     expect(fx.model.vm(100300)).toBeUndefined();
     await tlsRaw(fx, `${head(body.length)}${body}`, 100, true);
