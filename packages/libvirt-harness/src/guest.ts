@@ -60,6 +60,14 @@ export const TEST_GUEST_MODULES = [
 /** The prefix of every line the guest's init writes to its console. */
 export const TEST_GUEST_MARK = 'proxy-op-guest:';
 
+/**
+ * How long a test waits for the test guest to boot and report its address:
+ * a bound that catches a guest that never comes up, not a speed claim. Under
+ * TCG it boots in 12 to 30 s on a 2-core machine, and has taken over 100 s
+ * with two more guests and a dozen test suites beside it, so the bound is wide.
+ */
+export const TEST_GUEST_BOOT_BUDGET_MS = 300_000;
+
 const BUSYBOX = '/bin/busybox';
 const QEMU_GA = '/usr/sbin/qemu-ga';
 const MBR = '/usr/lib/syslinux/mbr/mbr.bin';

@@ -312,6 +312,7 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
 export {
   buildTestGuest,
   findGuestKernel,
+  TEST_GUEST_BOOT_BUDGET_MS,
   TEST_GUEST_MARK,
   TEST_GUEST_MODULES,
   TEST_GUEST_PEERS,

@@ -43,6 +43,8 @@ export interface Sshd {
   readonly knownHostsFile: string;
   /** The temp dir holding keys, config and log. */
   readonly dir: string;
+  /** The listening sshd's process ID (it runs in the foreground, `-D`). */
+  readonly pid: number;
   /** What sshd logged so far (it logs to stderr, kept in memory). */
   log(): string;
   /** Stops sshd and removes the temp dir. */
@@ -125,6 +127,7 @@ export async function startSshd(
     hostPublicKey,
     knownHostsFile,
     dir,
+    pid: child.pid ?? 0,
     log: () => log,
     async stop() {
       await stopChild(child);

@@ -58,8 +58,8 @@ await d.virsh('qemu:///system', ['start', name]);
 const qemu = Number((await readFile(join(d.dir, 'root', 'run', 'qemu', name + '.pid'), 'utf8')).trim());
 const virtlogd = Number((await readFile(join(d.dir, 'virtlogd.pid'), 'utf8')).trim());
 const s = await startSshd();
-const sshd = Number((await readFile(join(s.dir, 'sshd.pid'), 'utf8')).trim());
-console.log(JSON.stringify({ libvirtd: d.pid, qemu, virtlogd, sshd, dirs: [d.dir, s.dir] }));
+// sshd writes its pid file only after it logs that it listens: the handle's pid is certain.
+console.log(JSON.stringify({ libvirtd: d.pid, qemu, virtlogd, sshd: s.pid, dirs: [d.dir, s.dir] }));
 setInterval(() => {}, 60_000);
 `;
 
@@ -85,6 +85,10 @@ describeWithPeers(
           dirs: string[];
         };
         const pids = [got.libvirtd, got.qemu, got.virtlogd, got.sshd];
+        expect(
+          pids.every((pid) => Number.isInteger(pid) && pid > 1),
+          JSON.stringify(got),
+        ).toBe(true);
         for (const pid of pids) expect(await alive(pid), String(pid)).toBe(true);
         for (const dir of got.dirs) expect(await sentinelsOf(dir)).toHaveLength(1);
         owner.kill('SIGKILL');

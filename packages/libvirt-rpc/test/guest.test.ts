@@ -8,6 +8,7 @@ import {
   buildTestGuest,
   type Libvirtd,
   startLibvirtd,
+  TEST_GUEST_BOOT_BUDGET_MS,
   TEST_GUEST_MARK,
   TEST_GUEST_PEERS,
   type TestGuest,
@@ -133,7 +134,7 @@ describeWithPeers(
     });
 
     it('boots from an uploaded image, reads the seed byte for byte, and reports 10.0.2.15 through the agent', {
-      timeout: 300_000,
+      timeout: TEST_GUEST_BOOT_BUDGET_MS + 120_000,
     }, async () => {
       // The image goes up through this client, and libvirt sees it as the qcow2 it is.
       const info = JSON.parse(
@@ -182,7 +183,7 @@ describeWithPeers(
       // Until the guest's agent is up, the agent source fails; then it answers.
       let lastError: unknown;
       let eth0: DomainInterface | undefined;
-      while (eth0 === undefined && Date.now() - started < 120_000) {
+      while (eth0 === undefined && Date.now() - started < TEST_GUEST_BOOT_BUDGET_MS) {
         try {
           const ifaces = await c.domainInterfaceAddresses(running, InterfaceAddressSource.AGENT);
           eth0 = ifaces.find((i) => i.addrs.some((a) => a.addr === '10.0.2.15'));
@@ -195,7 +196,7 @@ describeWithPeers(
       const bootToAddressMs = Date.now() - started;
       if (eth0 === undefined) {
         throw new Error(
-          `no 10.0.2.15 from the agent within 120 s (last error: ${String(lastError)}); console:\n${await readFile(consoleFile, 'utf8').catch(() => '')}`,
+          `no 10.0.2.15 from the agent within ${TEST_GUEST_BOOT_BUDGET_MS / 1000} s (last error: ${String(lastError)}); console:\n${await readFile(consoleFile, 'utf8').catch(() => '')}`,
         );
       }
       console.info(`guest: agent reported 10.0.2.15 ${bootToAddressMs} ms after domainCreate`);

@@ -130,9 +130,14 @@ describe('the SSH dialer against ssh2 Server', () => {
         hostKey: { pinned: h.pin },
       }),
       uri: 'qemu:///system',
-      timeoutMs: 300,
+      // The deadline covers the SSH handshake too: this leaves it room on a loaded machine.
+      timeoutMs: 3000,
     }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'ERR_RPC_TIMEOUT' });
+    // What ran out was the open: the channel was up and the open had arrived.
+    expect(h.servers.flatMap((f) => f.received.map((p) => p.header.proc))).toEqual([
+      procedures.connectOpen.proc,
+    ]);
     await h.closed;
   });
 
@@ -147,7 +152,9 @@ describe('the SSH dialer against ssh2 Server', () => {
           username: 'proxyop',
           privateKey: h.clientKey,
           hostKey: { pinned: h.pin },
-          keepaliveIntervalMs: 50,
+          // Three silent intervals in a row end it: wide enough that a loaded
+          // machine does not end a live connection during the handshake.
+          keepaliveIntervalMs: 250,
           keepaliveCountMax: 2,
         }),
         uri: 'qemu:///system',

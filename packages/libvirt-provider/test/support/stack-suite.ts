@@ -12,6 +12,7 @@ import {
   agentAddresses,
   dumpedSeedFile,
   type LibvirtStack,
+  TEST_GUEST_BOOT_BUDGET_MS,
   TEST_GUEST_MARK,
 } from '@proxy-op/libvirt-harness';
 import { type LogSink, leakedIn, type SpanRecorder } from '@proxy-op/providertest';
@@ -106,7 +107,7 @@ export function describeStackLifecycle(
   });
 
   it('runs the lifecycle: check, create (download, cache, upload, seed, define, start), Running with the agent address, the seed byte for byte, adopt, list, delete, nothing left', {
-    timeout: 240_000,
+    timeout: TEST_GUEST_BOOT_BUDGET_MS + 120_000,
   }, async () => {
     provider = await build(stack.config());
     expect(stack.relay.accepted, 'building the provider opened no connection').toBe(0);
@@ -138,13 +139,13 @@ export function describeStackLifecycle(
     const started = Date.now();
     let inst = await provider.get(id);
     expect(['Provisioning', 'Running']).toContain(inst.state);
-    while (inst.state !== 'Running' && Date.now() - started < 180_000) {
+    while (inst.state !== 'Running' && Date.now() - started < TEST_GUEST_BOOT_BUDGET_MS) {
       await new Promise((r) => setTimeout(r, 1000));
       inst = await provider.get(id);
     }
     expect(
       inst.state,
-      `Running within 180 s; console:\n${await stack.consoleLog('proxy-life')}`,
+      `Running within ${TEST_GUEST_BOOT_BUDGET_MS / 1000} s; console:\n${await stack.consoleLog('proxy-life')}`,
     ).toBe('Running');
     console.info(
       `${o.type} stack: Running at ${inst.ip} ${Date.now() - started} ms after Create returned`,
