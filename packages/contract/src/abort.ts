@@ -27,26 +27,23 @@ export function throwIfAborted(
 }
 
 /**
- * Settles with `promise`, or rejects with the Transient cancellation error as
- * soon as `signal` fires, whichever comes first. The listener is removed in
- * every path. `promise` is not stopped: pass the signal on to whatever can
- * really be cancelled, and use this where nothing can.
+ * Settles with `promise`, or rejects with the signal's own reason as soon as
+ * `signal` fires, whichever comes first. The listener is removed in every
+ * path, and a later rejection of the abandoned promise never goes
+ * unhandled. `promise` is not stopped: pass the signal on to whatever can
+ * really be cancelled, and use this only for what cannot (a lazy client
+ * being built, a token fetch, a gate a test holds).
  */
-export function raceAbort<T>(
-  promise: PromiseLike<T>,
-  signal: AbortSignal | undefined,
-  provider: string,
-  op: Operation,
-): Promise<T> {
+export function abortable<T>(promise: PromiseLike<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return Promise.resolve(promise);
   if (signal.aborted) {
-    // Keep an ignored rejection of the abandoned promise from going unhandled.
     Promise.resolve(promise).catch(() => {});
-    return Promise.reject(abortedError(provider, op, signal));
+    return Promise.reject(signal.reason);
   }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => {
-      reject(abortedError(provider, op, signal));
+      Promise.resolve(promise).catch(() => {});
+      reject(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     Promise.resolve(promise).then(
@@ -59,6 +56,23 @@ export function raceAbort<T>(
         reject(e);
       },
     );
+  });
+}
+
+/**
+ * {@link abortable} for provider code: when `signal` fires first, rejects
+ * with the Transient cancellation error of `provider` and `op` instead of
+ * the signal's reason.
+ */
+export function raceAbort<T>(
+  promise: PromiseLike<T>,
+  signal: AbortSignal | undefined,
+  provider: string,
+  op: Operation,
+): Promise<T> {
+  if (signal === undefined) return Promise.resolve(promise);
+  return abortable(promise, signal).catch((err: unknown) => {
+    throw signal.aborted && err === signal.reason ? abortedError(provider, op, signal) : err;
   });
 }
 

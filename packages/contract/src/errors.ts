@@ -34,7 +34,7 @@ export const ErrorCode = {
   MalformedAnswer: 'PROVIDER_MALFORMED_ANSWER',
 } as const satisfies Record<ErrorClass | 'MalformedAnswer', string>;
 
-/** One of the values of {@link ErrorCode}. */
+/** One of the values of {@link (ErrorCode:variable)}. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /**
@@ -88,6 +88,7 @@ export class ProviderError extends Error {
     Object.defineProperty(this, BRAND, { value: true });
   }
 
+  /** Always `ProviderError`. */
   override get name(): string {
     return 'ProviderError';
   }

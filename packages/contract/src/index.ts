@@ -4,12 +4,15 @@
  * @packageDocumentation
  */
 export {
+  abortable,
   abortedError,
   type CallOptions,
   raceAbort,
   sleep,
   throwIfAborted,
 } from './abort.js';
+export { BackendError, type BackendErrorOptions } from './backend-error.js';
+export { BudgetError, budgetSeam, type SeamBudget } from './budget.js';
 export { cidrProblem } from './cidr.js';
 export {
   ErrorClass,
@@ -34,6 +37,7 @@ export {
   toProviderError,
   transient,
 } from './errors.js';
+export { type FunnelOptions, isMalformedAnswer, toOperationError } from './funnel.js';
 export { type IdFormat, idFormat } from './id.js';
 export { type LogFn, type Logger, silentLogger, traceFields } from './logger.js';
 export {
@@ -78,8 +82,19 @@ export {
   type Telemetry,
   withChildSpan,
 } from './observe.js';
-export { PROFILE_AXES, type Profile, profileProblems } from './profile.js';
-export { type CheckedCreateRequest, checkCreateRequest, listInstallation } from './request.js';
+export { bindOperations, type ImplementationParts, type Operations } from './operations.js';
+export {
+  credentialRotationOf,
+  PROFILE_AXES,
+  type Profile,
+  profileProblems,
+} from './profile.js';
+export {
+  type CheckedCreateRequest,
+  checkCreateRequest,
+  checkProxyAuth,
+  listInstallation,
+} from './request.js';
 export {
   encodedForms,
   MIN_SECRET_LENGTH,
@@ -92,7 +107,6 @@ export {
   type CheckContext,
   type CheckTarget,
   type DeleteContext,
-  type FunnelOptions,
   type IdParser,
   type ImplementationChecker,
   type OperationContext,
@@ -100,7 +114,6 @@ export {
   type ProviderImplementation,
   type ShellOperation,
   type ShellOptions,
-  toOperationError,
 } from './shell.js';
 export { TLS_VERIFY_CODES, tlsVerifyError } from './tls.js';
 export {
@@ -111,6 +124,7 @@ export {
   type ListOptions,
   type Placement,
   type Provider,
+  type ProxyAuth,
   Reason,
   State,
   type TargetResult,

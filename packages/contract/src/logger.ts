@@ -2,7 +2,9 @@ import { trace } from '@opentelemetry/api';
 
 /** One logging method: an object of fields and a message, or a message alone. */
 export interface LogFn {
+  /** Logs `fields` and an optional message. */
   (fields: Record<string, unknown>, msg?: string): void;
+  /** Logs a message alone. */
   (msg: string): void;
 }
 
@@ -14,10 +16,15 @@ export interface LogFn {
  * log cloud-init, credentials or upload bodies.
  */
 export interface Logger {
+  /** Request parameters, XML and addresses: the most detailed tier. */
   trace: LogFn;
+  /** One line per operation outcome and per backend call. */
   debug: LogFn;
+  /** Information for people; a provider writes none in normal operation. */
   info: LogFn;
+  /** Something a person should look at; a provider writes none in normal operation. */
   warn: LogFn;
+  /** A failure; a provider reports its failures as errors it throws, not here. */
   error: LogFn;
   /** A logger that adds `bindings` to every line. */
   child(bindings: Record<string, unknown>): Logger;

@@ -33,8 +33,11 @@ const INSTALLATION_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A parsed ownership mark. */
 export interface Mark {
+  /** The UID of the Proxy the instance was made for. */
   readonly uid: string;
+  /** When the instance was created, as written in the mark. */
   readonly createdAt: Date;
+  /** The installation that owns the instance. */
   readonly installation: string;
 }
 

@@ -2,13 +2,14 @@ import type { Meter, Tracer } from '@opentelemetry/api';
 import { type ErrorClass, type Operation, PermanentError } from './errors.js';
 import { type Logger, silentLogger } from './logger.js';
 import { observe } from './observe.js';
-import { type Profile, profileProblems } from './profile.js';
+import { credentialRotationOf, type Profile, profileProblems } from './profile.js';
 import { redactingLogger, SecretSet } from './secrets.js';
 import { operationShell, type ProviderImplementation } from './shell.js';
 import type { Provider } from './types.js';
 
 /** One problem found by a config schema. */
 export interface ConfigIssue {
+  /** What is wrong, for people. */
   readonly message: string;
   /** Where in the block: keys and indexes from the block's root. */
   readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
@@ -26,6 +27,9 @@ export type ConfigResult<T> =
  * too.
  */
 export interface ConfigSchema<T> {
+  /**
+   * The Standard Schema v1 properties: `version`, `vendor`, `validate` and the optional `types`.
+   */
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
@@ -39,6 +43,7 @@ export type ConfigOf<S> = S extends ConfigSchema<infer T> ? T : never;
 
 /** A clock, injected so tests can control time. */
 export interface Clock {
+  /** The current time. */
   now(): Date;
 }
 
@@ -47,9 +52,13 @@ export const systemClock: Clock = { now: () => new Date() };
 
 /** What the caller hands a provider module when building a provider. */
 export interface ProviderDeps {
+  /** Where the provider logs; a silent logger when omitted. */
   readonly logger?: Logger | undefined;
+  /** The OpenTelemetry tracer for operation spans; the global one when omitted. */
   readonly tracer?: Tracer | undefined;
+  /** The OpenTelemetry meter for operation metrics; the global one when omitted. */
   readonly meter?: Meter | undefined;
+  /** The clock the provider reads the time from (creation marks); the system clock when omitted. */
   readonly clock?: Clock | undefined;
 }
 
@@ -130,12 +139,15 @@ export async function validateConfig<T>(
 
 /** A config block that does not validate. `problems` has one line per issue, each with its path. */
 export class ConfigError extends Error {
+  /** Always `PROVIDER_CONFIG_INVALID`. */
   readonly code = 'PROVIDER_CONFIG_INVALID';
+  /** One line per issue, each starting with the issue's path. */
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
     super(`invalid provider config:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
   }
+  /** Always `ConfigError`. */
   override get name(): string {
     return 'ConfigError';
   }
@@ -181,6 +193,14 @@ export async function createProvider<Config, Deps extends ProviderDeps, Id>(
   if (impl === null || typeof impl !== 'object' || typeof impl.ids?.parse !== 'function') {
     throw new TypeError(
       `createProvider: the ${module.type} module's create must return a ProviderImplementation (ids, lockKey, create, get, delete, list)`,
+    );
+  }
+  if (
+    credentialRotationOf(module.profile) === 'in-place' &&
+    typeof impl.updateAuth !== 'function'
+  ) {
+    throw new TypeError(
+      `createProvider: the ${module.type} module's profile says credentialRotation: in-place, so its implementation must have updateAuth (§4.20)`,
     );
   }
   const classify = module.classify.bind(module);

@@ -9,9 +9,10 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { CallOptions } from './abort.js';
+import { budgetSeam, type SeamBudget } from './budget.js';
 import { type Operation, ProviderError } from './errors.js';
+import { toOperationError } from './funnel.js';
 import { type Logger, silentLogger, traceFields } from './logger.js';
-import { toOperationError } from './shell.js';
 import type { CreateRequest, DeleteOptions, ListOptions, Provider, TargetResult } from './types.js';
 
 const INSTRUMENTATION = '@proxy-op/contract';
@@ -39,13 +40,17 @@ export const SpanName = {
   get: 'provider.get',
   delete: 'provider.delete',
   list: 'provider.list',
+  updateAuth: 'provider.updateAuth',
   check: 'providerhealth.check',
 } as const;
 
 /** Where {@link observe} and {@link observeSeam} send their signals. */
 export interface Telemetry {
+  /** The tracer for spans; the global tracer provider's when omitted. */
   readonly tracer?: Tracer | undefined;
+  /** The meter for the operation metrics; the global meter provider's when omitted. */
   readonly meter?: Meter | undefined;
+  /** The logger for the tiered log lines; silent when omitted. */
   readonly logger?: Logger | undefined;
 }
 
@@ -162,6 +167,13 @@ export function observe(provider: Provider, telemetry: Telemetry = {}): Provider
       return run('list', opts?.signal, {}, {}, () => provider.listByTag(opts));
     },
   };
+  const updateAuth = provider.updateAuth?.bind(provider);
+  if (updateAuth !== undefined) {
+    (observed as { updateAuth: Provider['updateAuth'] }).updateAuth = (id, auth, opts) =>
+      run('updateAuth', opts?.signal, { [Attr.InstanceId]: String(id) }, { id }, () =>
+        updateAuth(id, auth, opts),
+      );
+  }
   const check = provider.check?.bind(provider);
   if (check !== undefined) {
     (observed as { check: Provider['check'] }).check = (opts?: CallOptions) =>
@@ -227,6 +239,14 @@ export interface ObserveSeamOptions extends Telemetry {
    * a credential or a request body, so it is left out unless this says so.
    */
   readonly errorFields?: (err: unknown) => Record<string, string | number>;
+  /**
+   * The per-call budget ({@link budgetSeam}): each call's signal (where the
+   * caller passed one, else the method's last declared parameter) is joined
+   * with a timeout of the method's budget, and a call past it is aborted and
+   * rejects with a `BudgetError`, which its span and log line record.
+   * Omitted: the caller's signal only.
+   */
+  readonly budget?: SeamBudget | undefined;
 }
 
 /** The default {@link ObserveSeamOptions.errorFields}: the error's name and string `code`, never its message. */
@@ -242,13 +262,15 @@ export function defaultErrorFields(err: unknown): Record<string, string | number
  * Decorates a backend seam (an object whose methods are the backend calls a
  * provider makes): every method call gets a parent-gated child span and one
  * debug log line with the call name, the safe identifiers, the duration and
- * the error. Apply it once where the production adapter is built, so
- * provider code never holds an undecorated seam.
+ * the error, and, with `budget`, its per-call budget. Apply it once where
+ * the production adapter is built, so provider code never holds an
+ * undecorated seam.
  */
 export function observeSeam<S extends object>(seam: S, options: ObserveSeamOptions): S {
+  const inner = options.budget === undefined ? seam : budgetSeam(seam, options.budget);
   const tracer = options.tracer ?? trace.getTracer(INSTRUMENTATION);
   const logger = (options.logger ?? silentLogger).child({ provider: options.provider });
-  return new Proxy(seam, {
+  return new Proxy(inner, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function' || typeof prop !== 'string') return value;

@@ -1,12 +1,13 @@
 /**
- * The profile: the provider's choice on each of the contract's nineteen
- * axes, exported as data so documentation and the conformance kit can read
- * it. Axes are numbered as in the contract (§4.1 to §4.19).
+ * The profile: the provider's choice on each of the contract's axes,
+ * exported as data so documentation and the conformance kit can read it.
+ * Axes are numbered as in the contract (§4.1 to §4.20); §4.20 may be left
+ * out and then reads as `replace`.
  *
  * @module
  */
 
-/** The nineteen axes and the choices each admits. */
+/** The axes and the choices each admits. */
 export interface Profile {
   /** §4.1 How long until a created instance serves. */
   readonly readiness: 'immediate' | 'provisioning-window';
@@ -46,6 +47,18 @@ export interface Profile {
   readonly childSpans: 'transport-wrapper' | 'sdk-instrumentation' | 'span-decorator';
   /** §4.19 How the provider is tested against a real backend. */
   readonly backendTest: 'local-peer' | 'integration-env' | 'cluster-e2e' | 'manual-runbook';
+  /**
+   * §4.20 How a proxy's credentials change: `in-place` (the provider has
+   * `updateAuth`, and a running proxy takes the new password file) or
+   * `replace` (the operator replaces the instance, make-before-break).
+   * Omitted: `replace`.
+   */
+  readonly credentialRotation?: 'in-place' | 'replace' | undefined;
+}
+
+/** A profile's §4.20 choice, `replace` when it makes none. */
+export function credentialRotationOf(profile: Profile): 'in-place' | 'replace' {
+  return profile.credentialRotation ?? 'replace';
 }
 
 /** The axis names in contract order. */
@@ -69,9 +82,10 @@ export const PROFILE_AXES = [
   'logging',
   'childSpans',
   'backendTest',
+  'credentialRotation',
 ] as const satisfies readonly (keyof Profile)[];
 
-const CHOICES: { readonly [K in keyof Profile]: readonly string[] } = {
+const CHOICES: { readonly [K in keyof Profile]-?: readonly string[] } = {
   readiness: ['immediate', 'provisioning-window'],
   createReturn: ['submit', 'blocking'],
   deleteReturn: ['waits', 'returns-early'],
@@ -91,7 +105,11 @@ const CHOICES: { readonly [K in keyof Profile]: readonly string[] } = {
   logging: ['tiered'],
   childSpans: ['transport-wrapper', 'sdk-instrumentation', 'span-decorator'],
   backendTest: ['local-peer', 'integration-env', 'cluster-e2e', 'manual-runbook'],
+  credentialRotation: ['in-place', 'replace'],
 };
+
+/** Axes a profile may leave out, and what they read as then. */
+const OPTIONAL_AXES: Partial<Record<keyof Profile, string>> = { credentialRotation: 'replace' };
 
 /**
  * Checks a profile read from outside TypeScript (a third-party module):
@@ -105,6 +123,7 @@ export function profileProblems(profile: unknown): string[] {
   for (const axis of PROFILE_AXES) {
     const allowed = CHOICES[axis];
     const value = p[axis];
+    if (value === undefined && axis in OPTIONAL_AXES) continue;
     if (axis === 'asyncOps') {
       if (!Array.isArray(value) || value.some((v) => !allowed.includes(v as string))) {
         problems.push(

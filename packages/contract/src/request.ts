@@ -1,12 +1,13 @@
 import { cidrProblem } from './cidr.js';
 import { PermanentError } from './errors.js';
 import { DEFAULT_INSTALLATION, installationProblem } from './marks.js';
-import type { CreateRequest, ListOptions } from './types.js';
+import type { CreateRequest, ListOptions, ProxyAuth } from './types.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A create request after {@link checkCreateRequest}: the installation is filled in. */
 export interface CheckedCreateRequest extends CreateRequest {
+  /** The installation id, the default one when the request named none. */
   readonly installation: string;
 }
 
@@ -54,7 +55,43 @@ export function checkCreateRequest(provider: string, req: CreateRequest): Checke
   const installation = req.installation ?? DEFAULT_INSTALLATION;
   const problem = installationProblem(installation);
   if (problem !== undefined) throw bad(`installation ${problem}`);
+  if (req.auth !== undefined) checkProxyAuth(provider, 'create', req.auth, 'request.auth');
   return { ...req, installation };
+}
+
+const REALM = /^[\x20-\x21\x23-\x5b\x5d-\x7e]{1,200}$/;
+
+/**
+ * The checks on a {@link ProxyAuth} (`create`'s `request.auth`, and
+ * `updateAuth`'s argument): wrong types are a TypeError, a bad realm or an
+ * empty password file is Permanent and names the field. The file's bytes
+ * never appear in the message.
+ */
+export function checkProxyAuth(
+  provider: string,
+  op: string,
+  auth: ProxyAuth,
+  field = 'auth',
+): ProxyAuth {
+  if (auth === null || typeof auth !== 'object') {
+    throw new TypeError(`${op}: ${field} must be an object`);
+  }
+  if (typeof auth.realm !== 'string') throw new TypeError(`${op}: ${field}.realm must be a string`);
+  if (!(auth.passwordFile instanceof Uint8Array)) {
+    throw new TypeError(`${op}: ${field}.passwordFile must be a Uint8Array`);
+  }
+  const bad = (message: string) => new PermanentError({ provider, op, message });
+  if (!REALM.test(auth.realm)) {
+    throw bad(
+      `${field}.realm must be 1 to 200 printable ASCII characters without a quote or backslash (it is written into the proxy's configuration and its challenge)`,
+    );
+  }
+  if (auth.passwordFile.length === 0) {
+    throw bad(
+      `${field}.passwordFile is empty: the proxy would let nobody in; pass at least one credential`,
+    );
+  }
+  return auth;
 }
 
 /** The installation `listByTag` lists, checked; TypeError for a wrong type, Permanent for a bad value. */

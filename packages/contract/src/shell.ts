@@ -8,47 +8,55 @@
  *   installation is Permanent), then the signal, before any backend call;
  * - Create and Delete of one instance serialised by a per-name lock whose
  *   wait the signal can cut short;
- * - one error funnel: every failure leaves as a {@link ProviderError} with
- *   the configured provider name and the operation, classified by the
- *   module's `classify`; an answer the provider could not read (any
- *   `TypeError`, `SyntaxError` or `RangeError` from inside) is Transient with
- *   the code `PROVIDER_MALFORMED_ANSWER`; a failure after the signal fired
- *   is the Transient cancellation error;
+ * - one error funnel ({@link toOperationError}): every failure leaves as a
+ *   {@link ProviderError} with the configured provider name and the
+ *   operation, classified by the module's `classify`; an answer the provider
+ *   could not read ({@link isMalformedAnswer}) is Transient with the code
+ *   `PROVIDER_MALFORMED_ANSWER`; a backend call past its budget
+ *   ({@link BudgetError}) is Transient; a failure after the signal fired is
+ *   the Transient cancellation error;
  * - declared secrets redacted from messages and the whole `cause` chain;
  * - the Checker policy: targets checked concurrently, results in config
- *   order, a target still running when the signal fires answers `Timeout`
- *   with the details it had gathered.
+ *   order, a target still running when the round ends, or one whose call
+ *   ran past its budget, answers `Timeout` with the details it had
+ *   gathered; other failures get the checker's `failed` answer or
+ *   `APIError`.
  *
  * @module
  */
 import { KeyedLock } from '@proxy-op/keyedlock';
 import { abortedError, type CallOptions, sleep } from './abort.js';
+import { runChecker } from './checker.js';
 import {
   type ErrorClass,
-  MalformedAnswerError,
   NotFoundError,
   type Operation,
   PermanentError,
-  ProviderError,
+  type ProviderError,
   type ProviderErrorOptions,
-  providerError,
   QuotaExceededError,
   TransientError,
 } from './errors.js';
-import { type CheckedCreateRequest, checkCreateRequest, listInstallation } from './request.js';
-import type { SecretSet } from './secrets.js';
+import { toOperationError } from './funnel.js';
 import {
-  type CreateRequest,
-  type DeleteOptions,
-  type Instance,
-  type ListOptions,
-  type Provider,
+  type CheckedCreateRequest,
+  checkCreateRequest,
+  checkProxyAuth,
+  listInstallation,
+} from './request.js';
+import type { SecretSet } from './secrets.js';
+import type {
+  CreateRequest,
+  DeleteOptions,
+  Instance,
+  ListOptions,
+  Provider,
+  ProxyAuth,
   Reason,
-  type TargetResult,
 } from './types.js';
 
 /** The four operations and the Checker, as the shell names them. */
-export type ShellOperation = 'create' | 'get' | 'delete' | 'list' | 'check';
+export type ShellOperation = 'create' | 'get' | 'delete' | 'list' | 'check' | 'updateAuth';
 
 /**
  * What every operation of a {@link ProviderImplementation} receives: the
@@ -58,6 +66,7 @@ export type ShellOperation = 'create' | 'get' | 'delete' | 'list' | 'check';
 export interface OperationContext {
   /** The configured provider name. */
   readonly provider: string;
+  /** The operation being run. */
   readonly op: ShellOperation;
   /** The caller's signal; pass it to every backend call. */
   readonly signal: AbortSignal | undefined;
@@ -81,6 +90,7 @@ export interface DeleteContext extends OperationContext {
 
 /** One Checker target: a host, node, project or API server. */
 export interface CheckTarget {
+  /** The target's name (a host, a node, a project), unique within the provider. */
   readonly target: string;
   /** Where it is reached (a URL or host), for people. Never holds a secret. */
   readonly address: string;
@@ -104,8 +114,11 @@ export interface CheckContext extends OperationContext {
 
 /** A Checker's answer for one target; `ready` defaults to `reason === 'Reachable'`. */
 export interface CheckAnswer {
+  /** Why the target is or is not ready: a shared {@link (Reason:variable)} or the provider's own. */
   readonly reason: Reason;
+  /** What was found, for people. Never holds a secret. */
   readonly message: string;
+  /** Whether the target can take work; `reason === 'Reachable'` when omitted. */
   readonly ready?: boolean | undefined;
 }
 
@@ -114,12 +127,24 @@ export interface ImplementationChecker {
   /** The targets in config order. */
   targets(): readonly CheckTarget[];
   /**
-   * Checks one target. Throwing is allowed: the shell answers `Timeout`
-   * when the round's signal fired, and `APIError` with the (redacted)
-   * message otherwise; a provider that can name a better reason catches
-   * and answers it.
+   * Checks one target. Throwing is allowed, and is the way to report a
+   * failure the provider has no reason of its own for: the shell answers
+   * `Timeout` when the round ended or a call ran past its budget (a
+   * {@link BudgetError}, or an error caused by one), then asks
+   * {@link ImplementationChecker.failed},
+   * then answers `APIError` with the (redacted) message. An answer that
+   * arrives after the round ended is `Timeout` too, so a check never tests
+   * the signal itself.
    */
   check(target: CheckTarget, ctx: CheckContext): Promise<CheckAnswer>;
+  /**
+   * The answer for a failure `check` threw (a provider's own reasons:
+   * `Unauthorized` for a 401, `CertificateInvalid`, ...), or undefined for
+   * the shell's `APIError`. Called only while the round runs and never for
+   * a failure caused by a {@link BudgetError}; it may add to `ctx.details`.
+   * Must not throw.
+   */
+  failed?(err: unknown, ctx: CheckContext): CheckAnswer | undefined;
 }
 
 /** How a provider's IDs are parsed; an {@link IdFormat} fits. */
@@ -148,6 +173,11 @@ export interface ProviderImplementation<Id = unknown> {
   delete(id: Id, ctx: DeleteContext): Promise<void>;
   /** Every instance marked for `installation`. */
   list(installation: string, ctx: OperationContext): Promise<Instance[]>;
+  /**
+   * Replaces a running instance's password file (§4.20), for a provider
+   * whose profile says `credentialRotation: 'in-place'`. Runs under the lock.
+   */
+  updateAuth?(id: Id, auth: ProxyAuth, ctx: OperationContext): Promise<void>;
   /** The Checker, when the provider has one. */
   readonly checker?: ImplementationChecker | undefined;
   /** Releases connections and timers. */
@@ -164,116 +194,6 @@ export interface ShellOptions {
   readonly classify: (op: Operation, err: unknown) => ErrorClass;
   /** Secrets to redact from errors and Checker results. */
   readonly secrets?: SecretSet | undefined;
-}
-
-/** Options of {@link toOperationError}. */
-export interface FunnelOptions {
-  readonly provider: string;
-  readonly op: Operation;
-  readonly signal?: AbortSignal | undefined;
-  /** Classifies what is not already a ProviderError; Transient when omitted. */
-  readonly classify?: ((op: Operation, err: unknown) => ErrorClass) | undefined;
-  readonly secrets?: SecretSet | undefined;
-  /**
-   * What a `TypeError` or `RangeError` means: `misuse` lets it through (the
-   * caller passed a wrong argument), `malformed` makes it a Transient
-   * `PROVIDER_MALFORMED_ANSWER` (it came from reading a backend answer).
-   */
-  readonly typeErrors: 'misuse' | 'malformed';
-}
-
-/**
- * The error funnel: turns anything thrown by an operation into what leaves
- * the provider. In order: a failure after the signal fired is the
- * cancellation error (unless it is a decided Permanent, NotFound or
- * QuotaExceeded answer); a ProviderError keeps its class and message and is
- * re-issued with the configured name and this operation when it names
- * others; parse failures are malformed answers (or misuse, see
- * `typeErrors`); anything else goes through `classify`. Inside Create a
- * NotFound is Transient. Finally, declared secrets are redacted from the
- * message and the whole cause chain.
- */
-export function toOperationError(thrown: unknown, o: FunnelOptions): unknown {
-  const { provider, op, signal } = o;
-  let err: ProviderError;
-  if (signal?.aborted && !(ProviderError.isInstance(thrown) && thrown.errorClass !== 'Transient')) {
-    err = abortedError(provider, op, signal);
-  } else if (ProviderError.isInstance(thrown)) {
-    err = restamp(thrown, provider, op);
-  } else if (
-    (thrown instanceof TypeError || thrown instanceof RangeError) &&
-    !networkFailure(thrown)
-  ) {
-    if (o.typeErrors === 'misuse') return thrown;
-    err = malformed(provider, op, thrown);
-  } else if (thrown instanceof SyntaxError) {
-    err = malformed(provider, op, thrown);
-  } else {
-    let cls: ErrorClass = 'Transient';
-    try {
-      cls = o.classify?.(op, thrown) ?? 'Transient';
-    } catch {
-      cls = 'Transient';
-    }
-    if (op === 'create' && cls === 'NotFound') cls = 'Transient';
-    err = providerError(cls, { provider, op, message: describe(thrown), cause: thrown });
-  }
-  return o.secrets === undefined ? err : redactError(err, o.secrets);
-}
-
-/**
- * A `TypeError` that stands for a network failure: fetch and undici report
- * a refused connection or a body cut short as `TypeError: fetch failed` or
- * `TypeError: terminated`, with the socket's error (a string `code`) as the
- * cause. That is the backend going away, not an answer to read: classify it.
- */
-function networkFailure(err: Error): boolean {
-  const cause = (err as { cause?: unknown }).cause;
-  return (
-    err instanceof TypeError &&
-    typeof cause === 'object' &&
-    cause !== null &&
-    typeof (cause as { code?: unknown }).code === 'string'
-  );
-}
-
-function malformed(provider: string, op: Operation, cause: Error): ProviderError {
-  return new MalformedAnswerError({
-    provider,
-    op,
-    message: `the backend's answer could not be read (${cause.name}: ${cause.message})`,
-    cause,
-  });
-}
-
-/** The error with this provider name and operation, NotFound made Transient inside Create. */
-function restamp(err: ProviderError, provider: string, op: Operation): ProviderError {
-  const cls: ErrorClass =
-    op === 'create' && err.errorClass === 'NotFound' ? 'Transient' : err.errorClass;
-  if (err.provider === provider && err.op === op && cls === err.errorClass) return err;
-  const options: ProviderErrorOptions = { provider, op, message: err.message, cause: err };
-  return err.code === 'PROVIDER_MALFORMED_ANSWER'
-    ? new MalformedAnswerError(options)
-    : providerError(cls, options);
-}
-
-function redactError(err: ProviderError, secrets: SecretSet): ProviderError {
-  if (secrets.size === 0) return err;
-  const cause: unknown = secrets.redactValue(err.cause);
-  const message = secrets.redact(err.message);
-  if (cause === err.cause && message === err.message && !secrets.leaksInto(err.stack ?? '')) {
-    return err;
-  }
-  const options: ProviderErrorOptions = { provider: err.provider, op: err.op, message, cause };
-  return err.code === 'PROVIDER_MALFORMED_ANSWER'
-    ? new MalformedAnswerError(options)
-    : providerError(err.errorClass, options);
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  if (typeof err === 'string') return err;
-  return 'unknown failure';
 }
 
 function checkOptions(opts: unknown, op: string): AbortSignal | undefined {
@@ -342,7 +262,7 @@ export function operationShell<Id>(
     }
   }
 
-  function parse(id: unknown, op: 'get' | 'delete'): Id {
+  function parse(id: unknown, op: 'get' | 'delete' | 'updateAuth'): Id {
     if (typeof id !== 'string') throw new TypeError(`${op}: id must be a string`);
     let parts: Id | undefined;
     try {
@@ -410,11 +330,34 @@ export function operationShell<Id>(
       }
     },
   };
+  const updateAuth = impl.updateAuth?.bind(impl);
+  if (updateAuth !== undefined) {
+    (provider as { updateAuth: Provider['updateAuth'] }).updateAuth = (
+      id: string,
+      auth: ProxyAuth,
+      opts?: CallOptions,
+    ) => {
+      try {
+        const signal = checkOptions(opts, 'updateAuth');
+        const parts = parse(id, 'updateAuth');
+        checkProxyAuth(name, 'updateAuth', auth);
+        const ctx = context('updateAuth', signal);
+        return run('updateAuth', signal, impl.lockKey(parts), () => updateAuth(parts, auth, ctx));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
+  }
   const checker = impl.checker;
   if (checker !== undefined) {
     (provider as { check: Provider['check'] }).check = (opts?: CallOptions) => {
       try {
-        return runChecker(checker, context, checkOptions(opts, 'check'), secrets);
+        return runChecker(
+          checker,
+          (signal) => context('check', signal),
+          checkOptions(opts, 'check'),
+          secrets,
+        );
       } catch (err) {
         return Promise.reject(err);
       }
@@ -429,68 +372,4 @@ export function operationShell<Id>(
     };
   }
   return provider;
-}
-
-async function runChecker(
-  checker: ImplementationChecker,
-  context: (op: ShellOperation, signal: AbortSignal | undefined) => OperationContext,
-  signal: AbortSignal | undefined,
-  secrets: SecretSet | undefined,
-): Promise<TargetResult[]> {
-  const targets = checker.targets();
-  const details = targets.map((t): Record<string, string | number | boolean> => ({ ...t.details }));
-  const base = (t: CheckTarget) => ({ target: t.target, address: t.address });
-  const clean = (r: TargetResult): TargetResult =>
-    secrets === undefined || secrets.size === 0 ? r : secrets.redactValue(r);
-  const timeout = (i: number): TargetResult =>
-    clean({
-      ...base(targets[i] as CheckTarget),
-      ready: false,
-      reason: Reason.Timeout,
-      message: 'the check ran out of time',
-      details: { ...details[i] },
-    });
-  if (signal?.aborted) return targets.map((_t, i) => timeout(i));
-  const round = new AbortController();
-  const onAbort = () => round.abort(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const ended = new Promise<'ended'>((resolve) => {
-    round.signal.addEventListener('abort', () => resolve('ended'), { once: true });
-  });
-  try {
-    return await Promise.all(
-      targets.map(async (target, i): Promise<TargetResult> => {
-        const d = details[i] as Record<string, string | number | boolean>;
-        const ctx: CheckContext = {
-          ...context('check', round.signal),
-          signal: round.signal,
-          details: d,
-        };
-        const answer = checker.check(target, ctx).then(
-          (a): TargetResult => ({
-            ...base(target),
-            ready: a.ready ?? a.reason === Reason.Reachable,
-            reason: a.reason,
-            message: a.message,
-            details: { ...d },
-          }),
-          (err: unknown): TargetResult | 'ended' =>
-            round.signal.aborted
-              ? 'ended'
-              : {
-                  ...base(target),
-                  ready: false,
-                  reason: Reason.APIError,
-                  message: describe(err),
-                  details: { ...d },
-                },
-        );
-        const r = await Promise.race([answer, ended]);
-        return r === 'ended' ? timeout(i) : clean(r);
-      }),
-    );
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    round.abort();
-  }
 }

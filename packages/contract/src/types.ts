@@ -20,9 +20,13 @@ export const State = {
  * it uses, which are required, and which it ignores.
  */
 export interface Placement {
+  /** The region (a cloud region, or a provider's own grouping of hosts). */
   readonly region?: string | undefined;
+  /** The zone within the region, or a host or node. */
   readonly zone?: string | undefined;
+  /** The size of the instance, in the backend's own terms. */
   readonly machineType?: string | undefined;
+  /** The image or template the instance boots from. */
   readonly image?: string | undefined;
 }
 
@@ -38,6 +42,7 @@ export interface CreateRequest {
   readonly port: number;
   /** The cloud-init user data, passed byte for byte; never logged. */
   readonly cloudInit: Uint8Array;
+  /** Where and on what the instance runs. */
   readonly placement: Placement;
   /**
    * The CIDRs (or bare addresses) the proxy serves; everyone else is
@@ -52,6 +57,34 @@ export interface CreateRequest {
    * Omitted means the default installation.
    */
   readonly installation?: string | undefined;
+  /**
+   * Basic authentication for the proxy's clients, on top of
+   * `allowedSources` (a client must be allowed and authenticated). The
+   * rendered cloud-init already carries it where a proxy runs from it; a
+   * provider that configures its proxy itself (a Pod, a local process)
+   * delivers {@link ProxyAuth.passwordFile} to it. Omitted: sources only.
+   */
+  readonly auth?: ProxyAuth | undefined;
+}
+
+/**
+ * What a proxy checks its clients' Basic credentials against. The password
+ * file holds hashes, not passwords, but it is treated like `cloudInit`:
+ * passed byte for byte, never logged, never in an error or a span.
+ */
+export interface ProxyAuth {
+  /**
+   * The realm the proxy names in its `Proxy-Authenticate` challenge: 1 to
+   * 200 printable ASCII characters, without `"` or `\`.
+   */
+  readonly realm: string;
+  /**
+   * The password file: one `username:hash` line per credential, the hash
+   * SHA-512-crypt (`$6$`), which Squid's `basic_ncsa_auth` and
+   * `@proxy-op/forward-proxy` both accept. During a rotation it holds the
+   * old and the new credential.
+   */
+  readonly passwordFile: Uint8Array;
 }
 
 /** An instance as the backend reports it. */
@@ -104,10 +137,15 @@ export type Reason = (typeof Reason)[keyof typeof Reason] | (string & {});
 
 /** One Checker answer for one target (host, node, project, API server). */
 export interface TargetResult {
+  /** The target's name (a host, a node, a project). */
   readonly target: string;
+  /** Where the target is reached (a URL or host), for people. Never holds a secret. */
   readonly address: string;
+  /** Whether the target can take work now. */
   readonly ready: boolean;
+  /** Why: a shared {@link (Reason:variable)} or the provider's own. */
   readonly reason: Reason;
+  /** What was found, for people. Never holds a secret. */
   readonly message: string;
   /** Facts gathered as far as the check got. Never a secret. */
   readonly details: Readonly<Record<string, string | number | boolean>>;
@@ -143,6 +181,13 @@ export interface Provider {
   delete(id: string, opts?: DeleteOptions): Promise<void>;
   /** Every instance with this installation's managed mark. */
   listByTag(opts?: ListOptions): Promise<Instance[]>;
+  /**
+   * Replaces the password file of a running instance in place (§4.20): a
+   * provider whose profile says `credentialRotation: 'in-place'` has it.
+   * Resolves once the file is written where the proxy reads it; the proxy
+   * itself picks it up within its credential TTL. Gone is NotFound.
+   */
+  updateAuth?(id: string, auth: ProxyAuth, opts?: CallOptions): Promise<void>;
   /** The health check, when the provider has one. */
   check?(opts?: CallOptions): Promise<TargetResult[]>;
   /** Releases connections and timers. Safe to call twice. */

@@ -75,8 +75,8 @@ const mod: ProviderModule<{ size: number }, ProviderDeps, string> = {
 };
 
 describe('profile', () => {
-  it('has the nineteen axes of contract §4', () => {
-    expect(PROFILE_AXES).toHaveLength(19);
+  it('has the twenty axes of contract §4', () => {
+    expect(PROFILE_AXES).toHaveLength(20);
     expect(profileProblems(profile)).toEqual([]);
   });
 

@@ -3,6 +3,7 @@
 import { inspect } from 'node:util';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  BudgetError,
   type CheckAnswer,
   type CheckContext,
   type CreateRequest,
@@ -443,5 +444,74 @@ describe('operation shell: the Checker policy', () => {
     expect(pre.map((r) => r.reason)).toEqual(['Timeout', 'Timeout', 'Timeout']);
     expect(pre.map((r) => r.details)).toEqual([{ zone: 'a' }, { zone: 'b' }, { zone: 'c' }]);
     expect(built.calls).toEqual([]);
+  });
+});
+
+describe('operation shell: budgets and failures the Checker does not decide', () => {
+  it('makes a call past its budget Transient without asking classify, and keeps it as cause', async () => {
+    const { provider } = await build({
+      get: () => Promise.reject(new BudgetError('vmStatus', 50)),
+    });
+    const err = await caught(provider.get('boxes/a'));
+    expect(ProviderError.isInstance(err)).toBe(true);
+    expect(err).toMatchObject({ errorClass: 'Transient', code: 'PROVIDER_TRANSIENT', op: 'get' });
+    expect((err as Error).message).toBe('vmStatus did not answer within 50 ms');
+    expect(BudgetError.isInstance((err as Error).cause)).toBe(true);
+  });
+
+  it('answers Timeout for a budget, the failed hook for the rest, APIError when it has none', async () => {
+    const hooked: unknown[] = [];
+    const { provider } = await build({
+      checker: {
+        targets: () =>
+          ['budget', 'dial', 'denied', 'other', 'broken'].map((t) => ({ target: t, address: t })),
+        async check(t, ctx): Promise<CheckAnswer> {
+          ctx.details.step = 'login';
+          if (t.target === 'budget') throw new BudgetError('login', 10);
+          if (t.target === 'dial') {
+            throw new Error('the handshake failed', { cause: new BudgetError('hello', 20) });
+          }
+          if (t.target === 'denied') throw new BackendFailure(401, 'no');
+          if (t.target === 'broken') throw new BackendFailure(418, 'teapot');
+          throw new Error('something else');
+        },
+        failed(err, ctx) {
+          hooked.push(err);
+          if (err instanceof BackendFailure && err.status === 418) throw new Error('hook broke');
+          if (!(err instanceof BackendFailure)) return undefined;
+          ctx.details.status = err.status;
+          return { reason: 'Unauthorized', message: `status ${err.status}` };
+        },
+      },
+    });
+    const results = (await provider.check?.()) ?? [];
+    expect(results.map((r) => [r.target, r.reason, r.ready, r.message])).toEqual([
+      ['budget', 'Timeout', false, 'login did not answer within 10 ms'],
+      ['dial', 'Timeout', false, 'the handshake failed'],
+      ['denied', 'Unauthorized', false, 'status 401'],
+      ['other', 'APIError', false, 'something else'],
+      ['broken', 'APIError', false, 'backend answered 418'],
+    ]);
+    expect(results[2]?.details).toEqual({ step: 'login', status: 401 });
+    // Never asked about a budget, nor about what one caused.
+    expect(hooked).toHaveLength(3);
+  });
+
+  it('answers Timeout for an answer that arrives after the round ended, whatever it says', async () => {
+    const { provider } = await build({
+      checker: {
+        targets: () => [{ target: 'a', address: 'a' }],
+        check: (_t, ctx) =>
+          new Promise<CheckAnswer>((resolve) => {
+            // A check that turns its own cancellation into an answer of its own.
+            ctx.signal.addEventListener('abort', () =>
+              resolve({ reason: 'Unreachable', message: 'connection reset' }),
+            );
+          }),
+        failed: () => ({ reason: 'Unreachable', message: 'never asked' }),
+      },
+    });
+    const results = (await provider.check?.({ signal: AbortSignal.timeout(20) })) ?? [];
+    expect(results.map((r) => r.reason)).toEqual(['Timeout']);
   });
 });

@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describeWithPeers, which } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { renderSquidConfig, SERVICE_PATHS } from '../src/index.js';
+import {
+  CONTAINER_PASSWORD_FILE,
+  renderSquidConfig,
+  SERVICE_PASSWORD_FILE,
+  SERVICE_PATHS,
+} from '../src/index.js';
 
 const { afterAll, beforeAll, expect, it } = vitest;
 const run = promisify(execFile);
@@ -28,6 +33,23 @@ const configurations: Record<string, string> = {
     allowedSources: ['10.0.0.0/8', '192.168.0.0/16'],
     paths: SERVICE_PATHS,
   }),
+  'a container with Basic authentication': renderSquidConfig({
+    port: 3128,
+    allowedSources: ['10.0.0.0/8', 'fd00::/8'],
+    auth: { realm: 'proxy-op default/web-0a1b', passwordFile: CONTAINER_PASSWORD_FILE },
+  }),
+  'the service with Basic authentication, its TTL and children, a realm with every allowed sign':
+    renderSquidConfig({
+      port: 3128,
+      allowedSources: ['192.168.0.0/16'],
+      paths: SERVICE_PATHS,
+      auth: {
+        realm: "proxy-op #1 (web): a=b; 100% 'ok' <x> {y} [z] ~!@$^&*_+|?,.`",
+        passwordFile: SERVICE_PASSWORD_FILE,
+        credentialsTtlSeconds: 5,
+        children: 1,
+      },
+    }),
   'loopback only': renderSquidConfig({
     port: 3128,
     allowedSources: ['127.0.0.1'],

@@ -1,0 +1,416 @@
+/**
+ * One forwarded HTTP request: its head rewritten for the origin, its body
+ * and the answer passed through as bytes with backpressure, framing kept
+ * (a chunked body is scanned, never re-encoded, except for an HTTP/1.0
+ * client), and the connection to the origin handed back to the pool when
+ * the answer is complete.
+ *
+ * @module
+ */
+import type { ExchangeClient } from './context.js';
+import { httpDate } from './http-date.js';
+import {
+  endToEndFields,
+  fieldList,
+  HeadError,
+  parseResponseHead,
+  type RequestHead,
+  type ResponseHead,
+} from './http1.js';
+import { BodyReader, HeadReader } from './reader.js';
+import type { HttpTarget } from './target.js';
+import type { Upstream, UpstreamOwner, UpstreamWaiter } from './upstream.js';
+
+/** Methods whose request may be sent again (RFC 9110 §9.2.2), as Squid retries them. */
+const RETRIABLE = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'TRACE']);
+/** Largest response head read from an origin (Squid's `reply_header_max_size`). */
+const MAX_RESPONSE_HEAD = 64 * 1024;
+/** Bodies up to this size are sent to the client in one buffer with their head. */
+const COALESCE_BYTES = 16 * 1024;
+/** Interim (1xx) answers passed on before the final one; more is an origin gone wrong. */
+const MAX_INTERIM = 16;
+
+const SKIP_REQUEST: ReadonlySet<string> = new Set(['host', 'via', 'content-length']);
+const SKIP_NONE: ReadonlySet<string> = new Set();
+const SKIP_LENGTH: ReadonlySet<string> = new Set(['content-length']);
+
+/** A request being forwarded to an origin for one client connection. */
+export class Exchange implements UpstreamWaiter, UpstreamOwner {
+  /** A kept-open connection may carry it: it could be sent again (Squid's rule). */
+  reuse: boolean;
+  readonly #conn: ExchangeClient;
+  readonly #head: RequestHead;
+  readonly #target: HttpTarget;
+  /** The user the request authenticated as, when the proxy requires it. */
+  readonly #user: string | undefined;
+  readonly #started = performance.now();
+  readonly #requestHead: string;
+  #upstream: Upstream | undefined;
+  #waiting = false;
+  #retried = false;
+  #finished = false;
+  /** The request body still to pass. */
+  readonly #reqBody: BodyReader;
+  /** Writes to the origin are held back until it drains. */
+  #blocked = false;
+  #gotBytes = false;
+  // The answer.
+  #res: ResponseHead | undefined;
+  #resBuf: Buffer | undefined;
+  readonly #resHeads = new HeadReader(MAX_RESPONSE_HEAD);
+  #resBody: BodyReader | undefined;
+  #interim = 0;
+  /** A chunked answer is decoded for an HTTP/1.0 client. */
+  #decode = false;
+  /** A close-delimited answer is sent chunked to an HTTP/1.1 client. */
+  #rechunk = false;
+  /** The origin sent more than the answer: its connection is not kept. */
+  #surplus = false;
+  #keepClient = false;
+  #status = 0;
+  #bytesIn = 0;
+  #bytesOut = 0;
+
+  constructor(
+    conn: ExchangeClient,
+    head: RequestHead,
+    target: HttpTarget,
+    user: string | undefined,
+  ) {
+    this.#conn = conn;
+    this.#head = head;
+    this.#target = target;
+    this.#user = user;
+    const f = head.framing;
+    this.#reqBody = new BodyReader(f);
+    this.reuse =
+      RETRIABLE.has(head.method) && (f.kind === 'none' || (f.kind === 'length' && f.length === 0));
+    this.#requestHead = requestHead(head, target);
+  }
+
+  /** True while request body bytes are still expected from the client. */
+  get wantsBody(): boolean {
+    return !this.#reqBody.done;
+  }
+
+  /** True when body bytes can be passed on now. */
+  get canTakeBody(): boolean {
+    return this.#upstream !== undefined && !this.#blocked;
+  }
+
+  start(): void {
+    this.#waiting = true;
+    this.#conn.ctx.pool.acquire(this.#target.host, this.#target.port, this);
+  }
+
+  onUpstream(u: Upstream): void {
+    this.#waiting = false;
+    if (this.#finished) {
+      this.#conn.ctx.pool.release(u, true);
+      return;
+    }
+    this.#upstream = u;
+    u.owner = this;
+    if (!u.socket.write(this.#requestHead, 'latin1')) this.#blocked = true;
+    if (this.wantsBody) this.#conn.resumeInput();
+  }
+
+  /** Passes request body bytes from `buf`; returns how many were taken. */
+  takeBody(buf: Buffer): number {
+    const u = this.#upstream as Upstream;
+    let n: number;
+    try {
+      n = this.#reqBody.scan(buf, 0, buf.length);
+    } catch {
+      this.#fail(400, 'a malformed chunked request body\n');
+      return buf.length;
+    }
+    this.#bytesIn += n;
+    if (!u.socket.write(n === buf.length ? buf : buf.subarray(0, n))) this.#blocked = true;
+    return n;
+  }
+
+  onUpstreamDrain(): void {
+    if (!this.#blocked) return;
+    this.#blocked = false;
+    this.#conn.resumeInput();
+  }
+
+  /** The client can take more of the answer. */
+  onClientDrain(): void {
+    this.#upstream?.socket.resume();
+  }
+
+  /** The client stopped sending the request body it announced. */
+  bodyTimedOut(): void {
+    this.#fail(408, 'the request body stopped coming\n');
+  }
+
+  onUpstreamData(chunk: Buffer): void {
+    const u = this.#upstream as Upstream;
+    this.#gotBytes = true;
+    if (this.#res !== undefined) this.#body(chunk, 0);
+    else this.#answer(chunk);
+    // What was written on may still point into the connection's read buffer.
+    u.lend(this.#conn.socket);
+  }
+
+  /** Reads the answer's head (after any interim ones) from what the origin sent so far. */
+  #answer(chunk: Buffer): void {
+    let buf = this.#resBuf === undefined ? chunk : Buffer.concat([this.#resBuf, chunk]);
+    for (;;) {
+      let res: ResponseHead;
+      let end: number;
+      try {
+        const span = this.#resHeads.find(buf);
+        if (span === undefined) {
+          this.#resBuf = buf === chunk ? Buffer.from(chunk) : buf; // the read buffer is reused
+          return;
+        }
+        end = span.end;
+        res = parseResponseHead(buf.toString('latin1', span.start, end - 4), this.#head.method);
+      } catch (err) {
+        const tooLarge = err instanceof HeadError && err.status === 431;
+        this.#fail(502, `upstream failed: ${tooLarge ? 'HeadTooLarge' : 'BadResponse'}\n`);
+        return;
+      }
+      this.#resBuf = undefined;
+      if (res.status >= 200) {
+        this.#respond(res, buf, end);
+        return;
+      }
+      if (res.status === 101) {
+        this.#fail(502, 'upstream failed: UnexpectedUpgrade\n');
+        return;
+      }
+      if (++this.#interim > MAX_INTERIM) {
+        this.#fail(502, 'upstream failed: TooManyInterimAnswers\n');
+        return;
+      }
+      // Interim answers go on to an HTTP/1.1 client; a 100 Continue was already sent by us.
+      if (res.status !== 100 && this.#head.minor === 1) {
+        this.#send(`HTTP/1.1 ${res.status} ${res.reason}\r\n${endToEndFields(res, SKIP_NONE)}\r\n`);
+      }
+      if (end === buf.length) return;
+      buf = buf.subarray(end);
+    }
+  }
+
+  #respond(res: ResponseHead, buf: Buffer, at: number): void {
+    const ctx = this.#conn.ctx;
+    this.#res = res;
+    this.#status = res.status;
+    const oneZero = this.#head.minor === 0;
+    const f = res.framing;
+    const body = new BodyReader(f);
+    this.#resBody = body;
+    let framing = '';
+    if (f.kind === 'length') {
+      framing = `Content-Length: ${f.length}\r\n`;
+    } else if (f.kind === 'chunked') {
+      this.#decode = oneZero;
+      if (!oneZero) framing = `Transfer-Encoding: ${res.transferEncoding}\r\n`;
+    } else if (f.kind === 'close') {
+      this.#rechunk = !oneZero;
+      if (this.#rechunk) framing = 'Transfer-Encoding: chunked\r\n';
+    }
+    this.#keepClient =
+      this.#head.keepAlive &&
+      !ctx.closing &&
+      !(oneZero && (f.kind === 'close' || f.kind === 'chunked'));
+    const connection = !this.#keepClient
+      ? 'Connection: close\r\n'
+      : oneZero
+        ? 'Connection: keep-alive\r\n'
+        : '';
+    // The framing fields are ours: a Content-Length the body does not follow is never passed on.
+    const skip = f.kind === 'none' ? SKIP_NONE : SKIP_LENGTH;
+    const head =
+      `HTTP/1.1 ${res.status} ${res.reason}\r\n${endToEndFields(res, skip)}${framing}` +
+      `${res.hasDate ? '' : `Date: ${httpDate()}\r\n`}${connection}\r\n`;
+    const rest = buf.length - at;
+    if (f.kind === 'length' && rest > 0 && rest <= COALESCE_BYTES) {
+      // The whole of a small answer in one write: head and body together.
+      const end = body.scan(buf, at, buf.length);
+      const out = Buffer.allocUnsafe(head.length + end - at);
+      out.write(head, 0, 'latin1');
+      buf.copy(out, head.length, at, end);
+      this.#bytesOut += end - at;
+      if (end < buf.length) this.#surplus = true;
+      this.#send(out);
+      if (body.done) this.#complete();
+      return;
+    }
+    this.#send(head);
+    if (body.done) {
+      if (rest > 0) this.#surplus = true;
+      this.#complete();
+      return;
+    }
+    if (rest > 0) this.#body(buf, at);
+  }
+
+  #body(buf: Buffer, at: number): void {
+    if (this.#finished) return;
+    const body = this.#resBody as BodyReader;
+    let end: number;
+    try {
+      end = body.scan(buf, at, buf.length, this.#decode ? this.#sendRange : undefined);
+    } catch {
+      this.#cut();
+      return;
+    }
+    const n = end - at;
+    this.#bytesOut += n;
+    if (!this.#decode && n > 0) {
+      const data = at === 0 && end === buf.length ? buf : buf.subarray(at, end);
+      if (this.#rechunk) {
+        this.#conn.cork();
+        this.#conn.write(`${n.toString(16)}\r\n`);
+        this.#conn.write(data);
+        this.#send('\r\n');
+        this.#conn.uncork();
+      } else this.#send(data);
+    }
+    if (body.done) {
+      if (end < buf.length) this.#surplus = true;
+      this.#complete();
+    }
+  }
+
+  readonly #sendRange = (b: Buffer, start: number, end: number): void => {
+    this.#send(b.subarray(start, end));
+  };
+
+  /** Writes to the client; a full client buffer pauses the origin until it drains. */
+  #send(data: Buffer | string): void {
+    if (!this.#conn.write(data)) this.#upstream?.socket.pause();
+  }
+
+  onUpstreamEnd(): void {
+    if (this.#finished) return;
+    if (this.#res?.framing.kind === 'close') {
+      if (this.#rechunk) this.#conn.write('0\r\n\r\n');
+      this.#complete();
+      return;
+    }
+    this.#upstream?.socket.destroy(); // onUpstreamClose decides what follows
+  }
+
+  onUpstreamClose(error: Error | undefined, timedOut: boolean): void {
+    this.#upstream = undefined;
+    if (this.#finished) return;
+    if (this.#res === undefined && !this.#gotBytes && this.reuse && !this.#retried && !timedOut) {
+      // The origin closed a kept-open connection as the request left: once more, on a new one.
+      this.#retried = true;
+      this.reuse = false;
+      this.#blocked = false;
+      this.start();
+      return;
+    }
+    if (this.#res !== undefined) {
+      this.#cut();
+      return;
+    }
+    const code = timedOut
+      ? 'TimeoutError'
+      : ((error as NodeJS.ErrnoException | undefined)?.code ?? 'ECONNRESET');
+    this.#fail(timedOut ? 504 : 502, `upstream failed: ${code}\n`);
+  }
+
+  /** The client went away: the origin's connection goes too, unless the answer was complete. */
+  clientGone(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#waiting) this.#conn.ctx.pool.cancel(this.#target.host, this.#target.port, this);
+    this.#dropUpstream();
+    this.#log(this.#status === 0 ? 502 : this.#status);
+  }
+
+  /** Lets go of the origin connection, which cannot be reused mid-answer. */
+  #dropUpstream(): void {
+    const u = this.#upstream;
+    this.#upstream = undefined;
+    if (u !== undefined) {
+      u.owner = undefined;
+      u.socket.destroy();
+    }
+  }
+
+  /** Answers the client with an error, or cuts it when the answer had begun. */
+  #fail(status: number, text: string): void {
+    if (this.#finished) return;
+    if (this.#res !== undefined) {
+      this.#cut();
+      return;
+    }
+    this.#finished = true;
+    this.#dropUpstream();
+    this.#conn.answer(
+      status,
+      text,
+      this.#head.method,
+      this.#target.logTarget,
+      this.#started,
+      this.#bytesIn,
+    );
+  }
+
+  /** The answer broke off after it had begun: the client connection is cut. */
+  #cut(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#dropUpstream();
+    this.#log(502);
+    this.#conn.destroy();
+  }
+
+  #complete(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const u = this.#upstream;
+    this.#upstream = undefined;
+    const res = this.#res as ResponseHead;
+    const bodyDone = !this.wantsBody;
+    if (u !== undefined) {
+      u.socket.resume();
+      this.#conn.ctx.pool.release(u, res.keepAlive && bodyDone && !this.#surplus);
+    }
+    this.#log(res.status);
+    this.#conn.exchangeDone(this.#keepClient && bodyDone);
+  }
+
+  #log(status: number): void {
+    const log = this.#conn.ctx.log;
+    if (log === undefined) return;
+    log.write({
+      time: new Date().toISOString(),
+      client: this.#conn.address,
+      user: this.#user,
+      method: this.#head.method,
+      target: this.#target.logTarget,
+      status,
+      bytesIn: this.#bytesIn,
+      bytesOut: this.#bytesOut,
+      durationMs: Math.round(performance.now() - this.#started),
+    });
+  }
+}
+
+/** The head sent to the origin: origin-form target, Host from the URI, hop-by-hop fields gone. */
+function requestHead(head: RequestHead, target: HttpTarget): string {
+  const f = head.framing;
+  const framing =
+    f.kind === 'length'
+      ? `Content-Length: ${f.length}\r\n`
+      : f.kind === 'chunked'
+        ? `Transfer-Encoding: ${head.transferEncoding}\r\n`
+        : '';
+  const via = fieldList(head, 'via');
+  const ours = `1.${head.minor} proxy-op`;
+  return (
+    `${head.method} ${target.path} HTTP/1.1\r\nHost: ${target.authority}\r\n` +
+    `${endToEndFields(head, SKIP_REQUEST)}${framing}Via: ${via === '' ? ours : `${via}, ${ours}`}\r\n` +
+    'Connection: keep-alive\r\n\r\n'
+  );
+}

@@ -1,0 +1,15 @@
+/**
+ * `@proxy-op/forward-proxy`: an HTTP/1.1 forward proxy on `node:net`
+ * alone, to embed in a process of your own (`startForwardProxy`) or to run
+ * as a program of its own (`proxyServerPath`, the package's `bin`).
+ *
+ * @module
+ */
+export type { AccessLogEntry } from './access-log.js';
+export type { ProxyAuthOptions } from './auth.js';
+export { type HashOptions, hashPassword, verifyPassword } from './crypt.js';
+export { probeHealth } from './health.js';
+export { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
+export { type PasswordEntries, parsePasswordFile } from './password-file.js';
+export { type ForwardProxy, type ForwardProxyOptions, startForwardProxy } from './proxy.js';
+export { proxyServerPath } from './proxy-server.js';

@@ -1,0 +1,118 @@
+/**
+ * The proxy program: `proxy-op-forward-proxy --config <file>` (the
+ * package's `bin`, which calls {@link runProxyServer}). It reads its
+ * options from the JSON file (name, address, port, allowed sources,
+ * authentication, access log, limits, outgoing address; other fields are
+ * ignored, so a state file can serve), serves until SIGTERM or SIGINT, then shuts down gracefully
+ * and exits 0.
+ * Diagnostics go to stderr. Importing this module starts nothing.
+ *
+ * The program runs Node.js with {@link NODE_FLAGS}: started without them
+ * (as `node bin/proxy-server.js`), it executes itself again with them,
+ * in the same process (`process.execve`, so the pid a supervisor recorded
+ * stays right), before it reads anything.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type ForwardProxyOptions, startForwardProxy } from './proxy.js';
+
+/**
+ * The proxy program's file, to run as `node <path> --config <file>`: the
+ * package's `bin`, beside `dist/` and `src/` alike.
+ */
+export function proxyServerPath(): string {
+  return fileURLToPath(new URL('../bin/proxy-server.js', import.meta.url));
+}
+
+/**
+ * The Node.js flags the program runs with. V8 grows its young generation
+ * to tens of MiB under the allocation rate of a busy proxy, and the
+ * process's resident memory with it, while what lives there at any time is
+ * well under 1 MiB: capped at 1 MiB per semi-space, scavenges come more
+ * often and stay as cheap (the README's Footprint section has the figures).
+ */
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
+/**
+ * Executes the program again with {@link NODE_FLAGS} when it runs without
+ * them; returns when it already has them, or cannot (no `process.execve`:
+ * Windows, or a Node.js before 22.15), and goes on as it is.
+ */
+function withNodeFlags(argv: readonly string[]): void {
+  const missing = NODE_FLAGS.filter((f) => !process.execArgv.includes(f));
+  const script = process.argv[1];
+  if (missing.length === 0 || typeof process.execve !== 'function' || script === undefined) return;
+  const args = [process.execPath, ...missing, ...process.execArgv, script, ...argv];
+  process.execve(process.execPath, args, process.env);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`proxy-server: ${message}\n`);
+  process.exit(2);
+}
+
+function readConfig(argv: readonly string[]): ForwardProxyOptions {
+  const at = argv.indexOf('--config');
+  const file = at >= 0 ? argv[at + 1] : undefined;
+  if (file === undefined) fail('usage: proxy-server --config <file>');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    fail(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const c = raw as Partial<ForwardProxyOptions>;
+  if (typeof c.address !== 'string' || typeof c.port !== 'number') {
+    fail(`${file} has no address and port`);
+  }
+  return {
+    name: typeof c.name === 'string' ? c.name : '',
+    address: c.address,
+    port: c.port,
+    allowedSources: Array.isArray(c.allowedSources) ? c.allowedSources : [],
+    auth: typeof c.auth === 'object' && c.auth !== null ? c.auth : undefined,
+    accessLog: typeof c.accessLog === 'string' ? c.accessLog : undefined,
+    limits: typeof c.limits === 'object' && c.limits !== null ? c.limits : undefined,
+    outgoingAddress: typeof c.outgoingAddress === 'string' ? c.outgoingAddress : undefined,
+  };
+}
+
+/**
+ * Runs the proxy program in this process: reads `--config <file>` from
+ * `argv` (the arguments after the script), listens, and exits 0 after a
+ * graceful shutdown on SIGTERM or SIGINT; exits 2 when the file cannot be
+ * read, an option is wrong, the password file cannot be read, or the
+ * address cannot be listened on.
+ */
+export async function runProxyServer(argv: readonly string[]): Promise<void> {
+  withNodeFlags(argv);
+  const options = readConfig(argv);
+  process.on('uncaughtException', (err) => {
+    // One broken connection must not take the proxy down; say so and carry on.
+    process.stderr.write(`proxy-server: unexpected error: ${err.stack ?? String(err)}\n`);
+  });
+  try {
+    const proxy = await startForwardProxy(options);
+    process.stderr.write(
+      `proxy-server: ${options.name} listening on ${proxy.address.address}:${proxy.address.port}\n`,
+    );
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`proxy-server: ${sig}, shutting down\n`);
+      void proxy.close().then(() => process.exit(0));
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  } catch (err) {
+    // A system error is the listen's; anything else is a bad option or an unreadable password file.
+    const e = err as NodeJS.ErrnoException;
+    if (typeof e.syscall === 'string') {
+      fail(`cannot listen on ${options.address}:${options.port}: ${e.message}`);
+    }
+    fail(e.message);
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The forward proxy: HTTP forward proxying of
+ * absolute-URI requests and CONNECT tunnels, for allowed sources only, with
+ * an access log, bounded resources and a graceful shutdown. Built on
+ * `node:net` alone: heads are read and written by {@link http1}, bodies
+ * pass through as bytes, and connections to origins are kept open between
+ * requests ({@link upstream}).
+ *
+ * @module
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { type AccessLog, openAccessLog } from './access-log.js';
+import { ProxyAuth, type ProxyAuthOptions } from './auth.js';
+import { ClientConn } from './connection.js';
+import type { ProxyContext, TrackedConnection } from './context.js';
+import { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
+import { outgoingAddressFor } from './outgoing.js';
+import { sourceList } from './sources.js';
+import { UpstreamPool } from './upstream.js';
+
+/** What a forward proxy is started with (the proxy program reads it from its config file). */
+export interface ForwardProxyOptions {
+  /** The instance name, answered in the `x-proxy-op-instance` header of `/healthz`. */
+  readonly name: string;
+  /** The address to listen on (such as `127.0.0.N`). */
+  readonly address: string;
+  /** The TCP port to listen on; 0 picks a free one. */
+  readonly port: number;
+  /** CIDRs whose clients may use the proxy; everyone else gets 403. */
+  readonly allowedSources: readonly string[];
+  /**
+   * Basic proxy authentication: when set, a client from an allowed source
+   * must also send a user and password the password file holds, or it
+   * gets 407 (a source outside `allowedSources` still gets 403 first).
+   */
+  readonly auth?: ProxyAuthOptions | undefined;
+  /** Where to append the access log (JSON lines); none when omitted. */
+  readonly accessLog?: string | undefined;
+  /** Resource bounds; each has a default. */
+  readonly limits?: Partial<ProxyLimits> | undefined;
+  /**
+   * The source address of connections to origins. A loopback address is
+   * used for loopback destinations only (it can reach nothing else); for
+   * others, and when unset, the system picks it.
+   */
+  readonly outgoingAddress?: string | undefined;
+}
+
+/** A running forward proxy. */
+export interface ForwardProxy {
+  /** The address and port it listens on. */
+  readonly address: { readonly address: string; readonly port: number };
+  /** Client connections open now (HTTP and tunnels). */
+  connections(): number;
+  /** Connections open to origins now, idle ones included. */
+  originConnections(): number;
+  /**
+   * Stops accepting, lets in-flight requests and tunnels finish for up to
+   * `graceMs` (default the limit), cuts what is left, closes the access log.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Says what an operator should know (a password file that went missing, or
+ * skipped lines), as a process warning with the code
+ * `PROXY_OP_PASSWORD_FILE`: paths and line numbers, never a credential.
+ */
+function warn(message: string): void {
+  process.emitWarning(message, { code: 'PROXY_OP_PASSWORD_FILE' });
+}
+
+/**
+ * Starts a forward proxy; resolves once it listens. Throws a `TypeError`
+ * for a bad option, and an `Error` naming the password file when `auth`
+ * names one that cannot be read.
+ */
+export async function startForwardProxy(options: ForwardProxyOptions): Promise<ForwardProxy> {
+  const limits: ProxyLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const allowed = sourceList(options.allowedSources);
+  const auth = options.auth === undefined ? undefined : new ProxyAuth(options.auth, warn);
+  const log: AccessLog | undefined =
+    options.accessLog === undefined ? undefined : openAccessLog(options.accessLog);
+  // The log file exists before the proxy answers, so whoever waits for it sees its files.
+  await log?.ready;
+  const outgoing = outgoingAddressFor(options.outgoingAddress);
+  const ctx: ProxyContext = {
+    name: options.name,
+    limits,
+    allowed,
+    auth,
+    log,
+    outgoing,
+    pool: new UpstreamPool(limits, outgoing),
+    conns: new Set<TrackedConnection>(),
+    tunnels: new Set<Duplex>(),
+    closing: false,
+  };
+
+  // allowHalfOpen: a client's half-close travels through a tunnel, and a request sent
+  // before a half-close still gets its answer.
+  const server: Server = createServer({ allowHalfOpen: true, noDelay: true });
+  server.maxConnections = limits.maxConnections;
+  server.on('connection', (socket: Socket) => {
+    new ClientConn(ctx, socket);
+  });
+  const sweeper = setInterval(
+    () => {
+      const now = performance.now();
+      for (const c of ctx.conns) c.sweep(now);
+      ctx.pool.sweep(now);
+    },
+    Math.min(1_000, limits.headersTimeoutMs, limits.bodyIdleTimeoutMs),
+  );
+  sweeper.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: options.address, port: options.port }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', () => {});
+  const bound = server.address();
+  const address =
+    bound !== null && typeof bound === 'object'
+      ? { address: bound.address, port: bound.port }
+      : { address: options.address, port: options.port };
+
+  const closeIdle = () => {
+    for (const c of ctx.conns) if (c.idle) c.socket.destroy();
+  };
+  let closed: Promise<void> | undefined;
+  return {
+    address,
+    connections: () => ctx.conns.size,
+    originConnections: () => ctx.pool.size,
+    close(graceMs = limits.shutdownGraceMs) {
+      closed ??= (async () => {
+        ctx.closing = true;
+        const stopped = new Promise<void>((r) => server.close(() => r()));
+        closeIdle();
+        const deadline = Date.now() + graceMs;
+        while (ctx.conns.size > 0 && Date.now() < deadline) {
+          closeIdle();
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        for (const c of ctx.conns) c.socket.destroy();
+        for (const t of ctx.tunnels) t.destroy();
+        await stopped;
+        clearInterval(sweeper);
+        ctx.pool.close();
+        await log?.close();
+      })();
+      return closed;
+    },
+  };
+}

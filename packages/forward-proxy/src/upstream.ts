@@ -1,0 +1,257 @@
+/**
+ * Connections from the proxy to origins, kept open between requests: one
+ * pool per origin (`host:port`), bounded in open and idle connections, with
+ * idle ones closed after a while. As Squid does, a kept-open connection is
+ * only handed to a request that could be sent again on a fresh one (no body,
+ * an idempotent method): a connection the origin closes just as the request
+ * leaves must not lose a POST.
+ *
+ * @module
+ */
+import { connect, type Socket } from 'node:net';
+import type { Writable } from 'node:stream';
+import type { OutgoingAddress } from './outgoing.js';
+import { ReadBuffer } from './read-buffers.js';
+
+/** What a connection tells the request that holds it. */
+export interface UpstreamOwner {
+  /**
+   * Bytes from the origin. `chunk` is the connection's read buffer, good
+   * for this call only: what is kept must be copied, and what was written
+   * on must be reported with {@link Upstream.lend}.
+   */
+  onUpstreamData(chunk: Buffer): void;
+  /** The origin finished sending (FIN). */
+  onUpstreamEnd(): void;
+  /** The connection is gone; `timedOut` when a connect or idle timeout cut it. */
+  onUpstreamClose(error: Error | undefined, timedOut: boolean): void;
+  onUpstreamDrain(): void;
+}
+
+/** A request waiting for a connection. */
+export interface UpstreamWaiter {
+  /** True when a kept-open connection may carry the request. */
+  readonly reuse: boolean;
+  /** Gets the connection (new ones may still be connecting: writes are queued). */
+  onUpstream(u: Upstream): void;
+}
+
+/** Bounds of a {@link UpstreamPool}. */
+export interface UpstreamLimits {
+  readonly maxOriginConnections: number;
+  readonly maxIdleOriginConnections: number;
+  readonly originIdleMs: number;
+  readonly connectTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+}
+
+/** One connection to an origin. */
+export class Upstream {
+  readonly socket: Socket;
+  readonly origin: Origin;
+  owner: UpstreamOwner | undefined;
+  /** True once it has carried a request before the current one. */
+  reused = false;
+  idleSince = 0;
+  #error: Error | undefined;
+  #timedOut = false;
+  readonly #reads = new ReadBuffer();
+
+  constructor(
+    origin: Origin,
+    host: string,
+    port: number,
+    limits: UpstreamLimits,
+    localAddress: string | undefined,
+  ) {
+    this.origin = origin;
+    const socket = connect({
+      host,
+      port,
+      noDelay: true,
+      ...(localAddress === undefined ? {} : { localAddress }),
+      onread: { buffer: this.#reads.next, callback: this.#onRead },
+    });
+    this.socket = socket;
+    socket.setTimeout(limits.connectTimeoutMs);
+    socket.once('connect', () => socket.setTimeout(limits.idleTimeoutMs));
+    socket.on('end', () => {
+      if (this.owner !== undefined) this.owner.onUpstreamEnd();
+      else socket.destroy();
+    });
+    socket.on('drain', () => this.owner?.onUpstreamDrain());
+    socket.on('timeout', () => {
+      this.#timedOut = true;
+      socket.destroy();
+    });
+    socket.on('error', (err: Error) => {
+      this.#error = err;
+    });
+    socket.on('close', () => {
+      this.#reads.release();
+      origin.pool.closed(this);
+      const owner = this.owner;
+      this.owner = undefined;
+      owner?.onUpstreamClose(this.#error, this.#timedOut);
+    });
+  }
+
+  /**
+   * The bytes of the last read were written to `to` and may still be
+   * queued there: the read buffer is not reused until `to` has sent them.
+   */
+  lend(to: Writable): void {
+    this.#reads.lend(to);
+  }
+
+  readonly #onRead = (n: number, buf: Uint8Array): boolean => {
+    this.#reads.got(n);
+    const chunk = (buf as Buffer).subarray(0, n);
+    if (this.owner !== undefined) this.owner.onUpstreamData(chunk);
+    else this.socket.destroy(); // an idle connection has nothing to say
+    return true;
+  };
+}
+
+/** The connections to one origin. */
+interface Origin {
+  readonly key: string;
+  readonly host: string;
+  readonly port: number;
+  readonly pool: UpstreamPool;
+  /** Idle connections, the most recently used last. */
+  readonly idle: Upstream[];
+  readonly waiting: UpstreamWaiter[];
+  open: number;
+}
+
+/** The proxy's connections to origins. */
+export class UpstreamPool {
+  readonly #origins = new Map<string, Origin>();
+  readonly #limits: UpstreamLimits;
+  readonly #outgoing: OutgoingAddress;
+  #closing = false;
+
+  /** `outgoing` picks the source address of each connection (see `outgoing.ts`). */
+  constructor(limits: UpstreamLimits, outgoing: OutgoingAddress = () => undefined) {
+    this.#limits = limits;
+    this.#outgoing = outgoing;
+  }
+
+  /** Connections open now, idle ones included. */
+  get size(): number {
+    let n = 0;
+    for (const o of this.#origins.values()) n += o.open;
+    return n;
+  }
+
+  /** Idle connections now. */
+  get idle(): number {
+    let n = 0;
+    for (const o of this.#origins.values()) n += o.idle.length;
+    return n;
+  }
+
+  /**
+   * Gives `w` a connection to `host:port`: an idle one when it may reuse
+   * one, else a new one; when the origin has its maximum open, `w` waits.
+   */
+  acquire(host: string, port: number, w: UpstreamWaiter): void {
+    const key = `${host}:${port}`;
+    let o = this.#origins.get(key);
+    if (o === undefined) {
+      o = { key, host, port, pool: this, idle: [], waiting: [], open: 0 };
+      this.#origins.set(key, o);
+    }
+    if (w.reuse) {
+      for (let u = o.idle.pop(); u !== undefined; u = o.idle.pop()) {
+        if (u.socket.destroyed) continue;
+        u.reused = true;
+        w.onUpstream(u);
+        return;
+      }
+    }
+    if (o.open >= this.#limits.maxOriginConnections) {
+      // Wait; an idle connection this request may not use is closed to make room.
+      o.waiting.push(w);
+      o.idle.shift()?.socket.destroy();
+      return;
+    }
+    this.#open(o, w);
+  }
+
+  /** Forgets a waiter that no longer needs a connection. */
+  cancel(host: string, port: number, w: UpstreamWaiter): void {
+    const o = this.#origins.get(`${host}:${port}`);
+    const i = o?.waiting.indexOf(w) ?? -1;
+    if (i >= 0) o?.waiting.splice(i, 1);
+  }
+
+  /**
+   * Takes a connection back from the request that held it: kept for the
+   * next request when `reusable`, closed otherwise.
+   */
+  release(u: Upstream, reusable: boolean): void {
+    u.owner = undefined;
+    const o = u.origin;
+    if (!reusable || this.#closing || u.socket.destroyed) {
+      u.socket.destroy();
+      return;
+    }
+    const next = o.waiting[0];
+    if (next?.reuse) {
+      o.waiting.shift();
+      u.reused = true;
+      next.onUpstream(u);
+      return;
+    }
+    if (next !== undefined || o.idle.length >= this.#limits.maxIdleOriginConnections) {
+      // A waiter that needs a fresh connection gets one when this one has closed.
+      u.socket.destroy();
+      return;
+    }
+    u.idleSince = performance.now();
+    o.idle.push(u);
+  }
+
+  /** Closes idle connections older than the limit. */
+  sweep(now: number): void {
+    for (const o of this.#origins.values()) {
+      while (
+        o.idle.length > 0 &&
+        now - (o.idle[0] as Upstream).idleSince > this.#limits.originIdleMs
+      ) {
+        const u = o.idle.shift() as Upstream;
+        u.socket.destroy();
+      }
+    }
+  }
+
+  /** Closes every connection and refuses to keep any from now on. */
+  close(): void {
+    this.#closing = true;
+    for (const o of this.#origins.values()) {
+      o.waiting.length = 0;
+      for (const u of o.idle.splice(0)) u.socket.destroy();
+    }
+  }
+
+  /** Called by a connection once its socket has closed. */
+  closed(u: Upstream): void {
+    const o = u.origin;
+    const i = o.idle.indexOf(u);
+    if (i >= 0) o.idle.splice(i, 1);
+    o.open--;
+    // A slot is free: the first waiter gets a new connection.
+    while (!this.#closing && o.waiting.length > 0 && o.open < this.#limits.maxOriginConnections) {
+      this.#open(o, o.waiting.shift() as UpstreamWaiter);
+    }
+    if (o.open === 0 && o.waiting.length === 0) this.#origins.delete(o.key);
+  }
+
+  #open(o: Origin, w: UpstreamWaiter): void {
+    o.open++;
+    const u = new Upstream(o, o.host, o.port, this.#limits, this.#outgoing(o.host));
+    w.onUpstream(u);
+  }
+}

@@ -1,0 +1,120 @@
+// Peers: the real Squid (Debian `squid`) with its real basic_ncsa_auth helper, run with the
+// configuration @proxy-op/squid-config renders, and the proxy program, side by side over one
+// password file made by hashPassword; curl asks both the same questions. All on 127.0.0.0/8.
+import { join } from 'node:path';
+import { renderSquidConfig } from '@proxy-op/squid-config';
+import {
+  authMatrix,
+  curlThroughProxy,
+  describeWithPeers,
+  expectedAuthMatrix,
+  type RunningSquid,
+  startSquid,
+} from '@proxy-op/testkit';
+import * as vitest from 'vitest';
+import { hashPassword } from '../src/index.js';
+import { AWKWARD_PASSWORDS } from './auth-support.js';
+import {
+  freePort,
+  killAllSpawned,
+  type RunningProxy,
+  startOrigin,
+  startProgram,
+  stopProgram,
+} from './support.js';
+
+const { afterAll, beforeAll, expect, it } = vitest;
+
+/** Squid and the proxy each listen on an address of their own; only `INSIDE` may use them. */
+const SQUID = '127.0.0.4';
+const PROXY = '127.0.0.5';
+const INSIDE = '127.0.0.1';
+const OUTSIDE = '127.0.0.6';
+const REALM = 'proxy-op default/web';
+
+describeWithPeers(
+  vitest,
+  'the forward proxy and Squid with authentication',
+  ['squid', 'curl'],
+  () => {
+    let origin: Awaited<ReturnType<typeof startOrigin>>;
+    let squid: RunningSquid;
+    let proxy: RunningProxy;
+    let squidPort: number;
+    const alice = { user: 'alice', password: 'SENTINEL-diff-61bd' };
+    const awkward = AWKWARD_PASSWORDS.map((password, i) => ({ user: `awk${i}`, password }));
+    const passwd = [alice, ...awkward]
+      .map((c) => `${c.user}:${hashPassword(c.password)}\n`)
+      .join('');
+
+    beforeAll(async () => {
+      origin = await startOrigin();
+      squidPort = await freePort(SQUID);
+      squid = await startSquid({
+        host: SQUID,
+        port: squidPort,
+        files: { passwd },
+        config: (dir) =>
+          renderSquidConfig({
+            port: squidPort,
+            listenAddress: SQUID,
+            allowedSources: [`${INSIDE}/32`],
+            connectPorts: [origin.port],
+            paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
+            auth: { realm: REALM, passwordFile: join(dir, 'passwd') },
+          }),
+      });
+      proxy = await startProgram({
+        address: PROXY,
+        port: await freePort(PROXY),
+        allowedSources: [`${INSIDE}/32`],
+        auth: { realm: REALM, passwordFile: join(squid.dir, 'passwd') },
+      });
+    });
+    afterAll(async () => {
+      await stopProgram(proxy);
+      await killAllSpawned();
+      await squid?.stop();
+      origin?.server.close();
+    });
+
+    it('gives the same answers as Squid to every case', async () => {
+      const ask = (p: { address: string; port: number }) =>
+        authMatrix({
+          proxy: p,
+          url: `http://127.0.0.1:${origin.port}/page`,
+          right: alice,
+          inside: INSIDE,
+          outside: OUTSIDE,
+        });
+      const fromSquid = await ask({ address: SQUID, port: squidPort });
+      const fromProxy = await ask(proxy);
+      expect(fromSquid).toEqual(expectedAuthMatrix(REALM));
+      expect(fromProxy).toEqual(fromSquid);
+    });
+
+    it('takes the same awkward passwords as Squid, from the same hashes', async () => {
+      const statuses = async (p: { address: string; port: number }) => {
+        const out: string[] = [];
+        for (const credential of awkward) {
+          for (const form of ['option', 'url'] as const) {
+            for (const c of [credential, { ...credential, password: `${credential.password}x` }]) {
+              const a = await curlThroughProxy({
+                proxy: p,
+                url: `http://127.0.0.1:${origin.port}/`,
+                credential: c,
+                form,
+                localAddress: INSIDE,
+              });
+              out.push(`${c.password} ${form} ${a.status}`);
+            }
+          }
+        }
+        return out;
+      };
+      const fromSquid = await statuses({ address: SQUID, port: squidPort });
+      expect(fromSquid.filter((s) => s.endsWith(' 200'))).toHaveLength(awkward.length * 2);
+      expect(await statuses(proxy)).toEqual(fromSquid);
+    });
+  },
+);

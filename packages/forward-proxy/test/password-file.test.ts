@@ -1,0 +1,151 @@
+// Peer: none but the file system: the password file's format, its re-reading, and what the
+// proxy's authentication keeps of each verification (the clock is passed in).
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { basicAuthorization, replaceFile } from '@proxy-op/testkit';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ProxyAuth } from '../src/auth.js';
+import * as crypt from '../src/crypt.js';
+import { hashPassword, parsePasswordFile } from '../src/index.js';
+import { RECHECK_MS } from '../src/password-file.js';
+
+vi.mock('../src/crypt.js', async (actual) => {
+  const real = await actual<typeof import('../src/crypt.js')>();
+  return { ...real, verifyPassword: vi.fn(real.verifyPassword) };
+});
+
+describe('parsePasswordFile', () => {
+  it('reads user:hash lines, skipping comments and blank lines', () => {
+    const users = parsePasswordFile(
+      '# proxy-op\n\nalice:$6$a$x\r\n  # indented comment\nbob:$5$b$y:a comment field\n',
+    );
+    expect([...users]).toEqual([
+      ['alice', '$6$a$x'],
+      ['bob', '$5$b$y'],
+    ]);
+    expect(users.skippedLines).toEqual([]);
+  });
+
+  it('skips malformed lines and says which, never what they held', () => {
+    const users = parsePasswordFile(
+      [
+        'alice:$6$a$x',
+        'no colon here',
+        ':$6$nobody$',
+        'carol:',
+        'dave:$6$\u0001$',
+        'alice:$6$again$',
+        'erin:$6$e$z',
+      ].join('\n'),
+    );
+    expect([...users.keys()]).toEqual(['alice', 'erin']);
+    expect(users.get('alice')).toBe('$6$a$x'); // the first line of a user counts
+    expect(users.skippedLines).toEqual([2, 3, 4, 5, 6]);
+  });
+});
+
+describe('ProxyAuth', () => {
+  let dir: string;
+  let file: string;
+  const warnings: string[] = [];
+  const alice = { user: 'alice', password: 'first' };
+  const verify = vi.mocked(crypt.verifyPassword);
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forward-proxy-passwd-'));
+    file = join(dir, 'passwd');
+    await writeFile(file, `alice:${hashPassword(alice.password)}\n`);
+    warnings.length = 0;
+    verify.mockClear();
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const make = (ttl = 10_000) =>
+    new ProxyAuth({ realm: 'r', passwordFile: file, credentialsTtlMs: ttl }, (m) => {
+      warnings.push(m);
+    });
+
+  it('verifies a credential once, then keeps the answer for the TTL', () => {
+    const auth = make(10_000);
+    const t = performance.now();
+    const header = basicAuthorization(alice);
+    expect(auth.check(header, t)).toBe('alice');
+    expect(auth.check(header, t + 100)).toBe('alice');
+    expect(auth.check(header, t + 9_000)).toBe('alice');
+    expect(verify).toHaveBeenCalledTimes(1);
+    expect(auth.check(header, t + 10_001)).toBe('alice');
+    expect(verify).toHaveBeenCalledTimes(2);
+    // A refusal is kept too, so a client repeating a wrong password costs one verification.
+    const wrong = basicAuthorization({ user: 'alice', password: 'nope' });
+    expect(auth.check(wrong, t + 10_002)).toBeUndefined();
+    expect(auth.check(wrong, t + 10_003)).toBeUndefined();
+    expect(verify).toHaveBeenCalledTimes(3);
+  });
+
+  it('drops what it kept for a user whose line changed, at the next look at the file', async () => {
+    const auth = make(60_000);
+    const t = performance.now();
+    const old = basicAuthorization(alice);
+    const next = basicAuthorization({ user: 'alice', password: 'second' });
+    expect(auth.check(old, t)).toBe('alice');
+    expect(auth.check(next, t)).toBeUndefined();
+    await replaceFile(file, `alice:${hashPassword('second')}\n`);
+    // Looked at no more than once a second: the change is not seen yet.
+    expect(auth.check(old, t + RECHECK_MS / 2)).toBe('alice');
+    expect(auth.check(old, t + RECHECK_MS + 1)).toBeUndefined();
+    expect(auth.check(next, t + RECHECK_MS + 2)).toBe('alice');
+  });
+
+  it('keeps what it verified for users whose line did not change', async () => {
+    const auth = make(60_000);
+    const t = performance.now();
+    const header = basicAuthorization(alice);
+    expect(auth.check(header, t)).toBe('alice');
+    const line = await readFile(file, 'utf8');
+    await replaceFile(file, `${line}bob:${hashPassword('b')}\n`);
+    expect(auth.check(header, t + RECHECK_MS + 1)).toBe('alice');
+    expect(auth.check(basicAuthorization({ user: 'bob', password: 'b' }), t + RECHECK_MS + 2)).toBe(
+      'bob',
+    );
+    expect(verify).toHaveBeenCalledTimes(2);
+  });
+
+  it('refuses everyone while the file is gone, and says so once, naming only the path', async () => {
+    const auth = make(60_000);
+    const t = performance.now();
+    const header = basicAuthorization(alice);
+    expect(auth.check(header, t)).toBe('alice');
+    await rm(file);
+    expect(auth.check(header, t + RECHECK_MS + 1)).toBeUndefined();
+    expect(auth.check(header, t + 2 * RECHECK_MS + 2)).toBeUndefined();
+    expect(warnings).toEqual([
+      `password file ${file} cannot be read (ENOENT); every request is refused until it can`,
+    ]);
+  });
+
+  it('says which lines it skipped, without their contents', async () => {
+    await writeFile(file, `alice:${hashPassword(alice.password)}\nbroken-line-SECRET\n`);
+    make();
+    expect(warnings).toEqual([`password file ${file}: skipped malformed lines 2`]);
+  });
+
+  it('names the option or the path when it cannot start', async () => {
+    expect(
+      () => new ProxyAuth({ realm: 'a "quoted" realm', passwordFile: file }, () => {}),
+    ).toThrow(/^auth\.realm: /);
+    expect(() => new ProxyAuth({ realm: 'line\nbreak', passwordFile: file }, () => {})).toThrow(
+      TypeError,
+    );
+    expect(() => new ProxyAuth({ realm: '', passwordFile: file }, () => {})).toThrow(TypeError);
+    expect(
+      () => new ProxyAuth({ realm: 'r', passwordFile: file, credentialsTtlMs: -1 }, () => {}),
+    ).toThrow(/^auth\.credentialsTtlMs: /);
+    const missing = join(dir, 'missing');
+    expect(() => new ProxyAuth({ realm: 'r', passwordFile: missing }, () => {})).toThrow(
+      `auth.passwordFile: cannot read ${missing} (ENOENT)`,
+    );
+  });
+});

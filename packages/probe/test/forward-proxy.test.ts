@@ -1,0 +1,186 @@
+// Peers: @proxy-op/forward-proxy, in process and as its program (a child process), in front of
+// the real whoami target; every address on 127.0.0.0/8.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type ForwardProxy,
+  probeHealth,
+  proxyServerPath,
+  startForwardProxy,
+} from '@proxy-op/forward-proxy';
+import { freePort, SpawnedPrograms } from '@proxy-op/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { probe } from '../src/probe.js';
+import type { ProbeTargetSpec } from '../src/types.js';
+import { startWhoami, type Whoami } from '../src/whoami.js';
+import { until } from './support.js';
+
+let whoami: Whoami;
+let proxy: ForwardProxy;
+
+beforeAll(async () => {
+  whoami = await startWhoami();
+  proxy = await startForwardProxy({
+    name: 'in-process',
+    address: '127.0.71.10',
+    port: 0,
+    allowedSources: ['127.0.0.1/32'],
+    outgoingAddress: '127.0.71.10',
+  });
+});
+
+afterAll(async () => {
+  await proxy?.close(0);
+  await whoami?.close();
+});
+
+describe('through the forward proxy in process', () => {
+  it('passes both checks, every step, with the egress address the target saw', async () => {
+    const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.target());
+    expect(r.failure).toBeUndefined();
+    expect(r.ok).toBe(true);
+    expect(r.steps.map((s) => `${s.check}.${s.step}:${s.ok}`)).toEqual([
+      'get.connect:true',
+      'get.status:true',
+      'get.nonce:true',
+      'connect.connect:true',
+      'connect.tunnel:true',
+      'connect.status:true',
+      'connect.nonce:true',
+    ]);
+    expect(r.egressIP).toBe('127.0.71.10');
+    expect(r.checks.map((c) => c.egressIP)).toEqual(['127.0.71.10', '127.0.71.10']);
+    expect(r.steps.find((s) => s.step === 'tunnel')?.message).toMatch(/TLS inside the tunnel/);
+    expect(r.latency.connectMs).toBeGreaterThanOrEqual(0);
+    expect(r.latency.firstByteMs).toBeGreaterThanOrEqual(r.latency.connectMs ?? 0);
+    expect(r.latency.totalMs).toBeGreaterThanOrEqual(r.latency.firstByteMs ?? 0);
+    // Two checks, one answer each, on their own connections: all closed again.
+    expect(whoami.answered).toBeGreaterThanOrEqual(2);
+    await until(() => proxy.connections() === 0);
+  });
+
+  it('plain HTTP inside the tunnel when the target has no https: URL', async () => {
+    const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.http);
+    expect(r.ok).toBe(true);
+    expect(r.steps.find((s) => s.step === 'tunnel')?.message).not.toMatch(/TLS/);
+  });
+
+  it('checks the TLS inside the tunnel: pinned, against a CA, by the system’s list, or not at all', async () => {
+    const at = `http://127.0.71.10:${proxy.address.port}`;
+    const { get, connect } = whoami.target();
+    const tunnel = async (target: ProbeTargetSpec) =>
+      (await probe(at, target)).steps.find((s) => s.step === 'tunnel');
+    expect(await tunnel({ get, connect, tls: { ca: whoami.certificate } })).toMatchObject({
+      ok: true,
+    });
+    expect(await tunnel({ get, connect, tls: { verify: false } })).toMatchObject({ ok: true });
+    const other = await tunnel({ get, connect, tls: { fingerprint256: 'AB'.repeat(32) } });
+    expect(other?.ok).toBe(false);
+    expect(other?.message).toMatch(/is not the one pinned/);
+    // Node's own CA list does not know a self-signed certificate.
+    const unknown = await tunnel({ get, connect });
+    expect(unknown?.ok).toBe(false);
+    expect(unknown?.message).toMatch(/^TLS inside the tunnel failed: /);
+  });
+
+  it('fails at the GET status with the 403 of a source outside allowedSources, and stops there for CONNECT too', async () => {
+    const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.target(), {
+      localAddress: '127.0.71.99',
+    });
+    expect(r.ok).toBe(false);
+    expect(r.failure).toEqual({
+      check: 'get',
+      step: 'status',
+      message: 'the proxy answered 403 Forbidden',
+    });
+    const tunnel = r.steps.find((s) => s.step === 'tunnel');
+    expect(tunnel).toMatchObject({ ok: false, status: 403 });
+    expect(r.egressIP).toBeUndefined();
+  });
+
+  it('fails at connect when nothing listens, and runs no further check', async () => {
+    const port = await freePort('127.0.71.11');
+    const r = await probe({ host: '127.0.71.11', port }, whoami.target());
+    expect(r.failure?.check).toBe('get');
+    expect(r.failure?.step).toBe('connect');
+    expect(r.failure?.message).toMatch(/ECONNREFUSED/);
+    expect(r.steps).toHaveLength(1);
+  });
+
+  it('with a credential, fails the auth check: this proxy asks for none', async () => {
+    const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.target(), {
+      credentials: { username: 'probe', password: 'pr0be-SECRET' },
+    });
+    expect(r.checks.map((c) => `${c.check}:${c.ok}`)).toEqual([
+      'get:true',
+      'connect:true',
+      'auth:false',
+    ]);
+    expect(r.failure).toMatchObject({ check: 'auth', step: 'auth' });
+    expect(r.failure?.message).toMatch(/answered 200 OK, not 407/);
+    const text = JSON.stringify(r);
+    expect(text).not.toContain('pr0be-SECRET');
+    expect(text).not.toContain(Buffer.from('probe:pr0be-SECRET').toString('base64'));
+  });
+});
+
+describe('through the forward proxy program', () => {
+  const spawned = new SpawnedPrograms(proxyServerPath());
+  let dir = '';
+  let child: ChildProcess | undefined;
+  const address = '127.0.71.20';
+  let port = 0;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'probe-program-'));
+    port = await freePort(address);
+    const config = join(dir, 'proxy.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        name: 'program',
+        address,
+        port,
+        allowedSources: ['127.0.0.0/8'],
+        outgoingAddress: address,
+      }),
+    );
+    child = spawn(process.execPath, [proxyServerPath(), '--config', config], { stdio: 'ignore' });
+    spawned.pids.add(child.pid as number);
+    const deadline = Date.now() + 30_000;
+    while (!(await probeHealth('program', address, port, 1_000))) {
+      if (Date.now() > deadline) throw new Error('the proxy program did not start');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  });
+
+  afterAll(async () => {
+    child?.kill('SIGTERM');
+    await spawned.killAll();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('passes, the target seeing the program’s own address', async () => {
+    const r = await probe({ host: address, port }, whoami.target());
+    expect(r.failure).toBeUndefined();
+    expect(r.egressIP).toBe(address);
+  });
+
+  it('a stopped program (SIGSTOP) fails at the GET status within the timeout; SIGCONT, it passes again', async () => {
+    process.kill(child?.pid as number, 'SIGSTOP');
+    try {
+      const started = Date.now();
+      const r = await probe({ host: address, port }, whoami.target(), { timeoutMs: 500 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(r.failure?.check).toBe('get');
+      // The kernel still accepts the connection; nothing answers it.
+      expect(['connect', 'status']).toContain(r.failure?.step);
+      expect(r.failure?.message).toMatch(/timed out after 500 ms/);
+    } finally {
+      process.kill(child?.pid as number, 'SIGCONT');
+    }
+    expect((await probe({ host: address, port }, whoami.target())).ok).toBe(true);
+  });
+});
