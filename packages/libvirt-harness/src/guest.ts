@@ -10,20 +10,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import {
-  chmod,
-  copyFile,
-  mkdir,
-  mkdtemp,
-  readdir,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { assembleDisk, bootPartition, buildInitramfs } from './boot.js';
 
 const exec = promisify(execFile);
 
@@ -68,9 +59,7 @@ export const TEST_GUEST_MARK = 'proxy-op-guest:';
  */
 export const TEST_GUEST_BOOT_BUDGET_MS = 300_000;
 
-const BUSYBOX = '/bin/busybox';
 const QEMU_GA = '/usr/sbin/qemu-ga';
-const MBR = '/usr/lib/syslinux/mbr/mbr.bin';
 const PARTITION_MIB = 48;
 
 /**
@@ -195,6 +184,18 @@ export interface TestGuestOptions {
   kernelVersion?: string;
 }
 
+/**
+ * `version`, or the newest installed kernel (see {@link findGuestKernel});
+ * throws naming the package when there is none with an image in /boot.
+ */
+export async function guestKernel(version?: string): Promise<string> {
+  const kver = version ?? (await findGuestKernel());
+  if (kver === undefined || !existsSync(`/boot/vmlinuz-${kver}`)) {
+    throw new Error('no kernel in /boot with modules in /lib/modules: install linux-image-amd64');
+  }
+  return kver;
+}
+
 /** The newest installed kernel with both an image in /boot and its modules, or undefined. */
 export async function findGuestKernel(): Promise<string | undefined> {
   const versions = await readdir('/lib/modules').catch(() => [] as string[]);
@@ -203,19 +204,6 @@ export async function findGuestKernel(): Promise<string | undefined> {
   );
   usable.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
   return usable.at(-1);
-}
-
-/** The `.ko` files to load, dependencies first, each once. */
-async function moduleFiles(kver: string): Promise<string[]> {
-  const files: string[] = [];
-  for (const m of TEST_GUEST_MODULES) {
-    const { stdout } = await exec('modprobe', ['-S', kver, '--show-depends', m]);
-    for (const line of stdout.split('\n')) {
-      const match = /^insmod (\S+)/.exec(line.trim());
-      if (match?.[1] && !files.includes(match[1])) files.push(match[1]);
-    }
-  }
-  return files;
 }
 
 /** The shared libraries `ldd` lists for a dynamic executable. */
@@ -229,71 +217,40 @@ async function sharedLibs(bin: string): Promise<string[]> {
   return libs;
 }
 
-async function isStatic(bin: string): Promise<boolean> {
-  return exec('ldd', [bin]).then(
-    () => false,
-    () => true,
-  );
-}
-
-async function sh(script: string, cwd: string): Promise<void> {
-  await exec('/bin/sh', ['-ec', script], { cwd, maxBuffer: 16 * 1024 * 1024 });
-}
-
-async function buildInitramfs(work: string, kver: string, out: string): Promise<void> {
-  const root = join(work, 'root');
-  for (const d of ['bin', 'sbin', 'usr/sbin', 'etc', 'lib/modules', 'proc', 'sys', 'dev', 'run']) {
-    await mkdir(join(root, d), { recursive: true });
-  }
-  if (!(await isStatic(BUSYBOX))) {
-    throw new Error(`${BUSYBOX} is not statically linked: install the busybox-static package`);
-  }
-  await copyFile(BUSYBOX, join(root, 'bin/busybox'));
-  await copyFile(QEMU_GA, join(root, 'usr/sbin/qemu-ga'));
-  for (const lib of await sharedLibs(QEMU_GA)) {
-    await mkdir(join(root, dirname(lib)), { recursive: true });
-    await copyFile(lib, join(root, lib));
-  }
-  const order: string[] = [];
-  for (const file of await moduleFiles(kver)) {
-    let name = basename(file);
-    if (name.endsWith('.ko.xz')) {
-      name = name.slice(0, -3);
-      await sh(`xz -dc "${file}" > "${join(root, 'lib/modules', name)}"`, work);
-    } else if (name.endsWith('.ko.zst')) {
-      name = name.slice(0, -4);
-      await sh(`zstd -qdc "${file}" > "${join(root, 'lib/modules', name)}"`, work);
-    } else {
-      await copyFile(file, join(root, 'lib/modules', name));
-    }
-    order.push(name);
-  }
-  await writeFile(join(root, 'lib/modules/order'), `${order.join('\n')}\n`);
-  await writeFile(join(root, 'init'), INIT, { mode: 0o755 });
-  await writeFile(join(root, 'etc/udhcpc.script'), UDHCPC_SCRIPT, { mode: 0o755 });
-  await chmod(join(root, 'bin/busybox'), 0o755);
-  await sh(
-    `cd "${root}" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0 | gzip -9 > "${out}"`,
+async function initramfs(work: string, kver: string, out: string): Promise<void> {
+  await buildInitramfs({
     work,
-  );
+    out,
+    kver,
+    modules: TEST_GUEST_MODULES,
+    init: INIT,
+    dirs: ['sbin', 'usr/sbin', 'etc', 'proc', 'sys', 'dev', 'run'],
+    extra: async (root) => {
+      await copyFile(QEMU_GA, join(root, 'usr/sbin/qemu-ga'));
+      for (const lib of await sharedLibs(QEMU_GA)) {
+        await mkdir(join(root, dirname(lib)), { recursive: true });
+        await copyFile(lib, join(root, lib));
+      }
+      await writeFile(join(root, 'etc/udhcpc.script'), UDHCPC_SCRIPT, { mode: 0o755 });
+    },
+  });
 }
 
 async function buildDisk(work: string, kver: string, initrd: string, out: string): Promise<void> {
   const part = join(work, 'part.img');
-  const disk = join(work, 'disk.img');
-  const cfg = join(work, 'syslinux.cfg');
-  await writeFile(cfg, SYSLINUX_CFG);
-  await exec('truncate', ['-s', `${PARTITION_MIB}M`, part]);
-  await exec('mkfs.vfat', ['-n', 'GUESTBOOT', '-h', '2048', part]);
-  await exec('mcopy', ['-i', part, `/boot/vmlinuz-${kver}`, '::vmlinuz']);
-  await exec('mcopy', ['-i', part, initrd, '::initrd.gz']);
-  await exec('mcopy', ['-i', part, cfg, '::syslinux.cfg']);
-  await exec('syslinux', ['--install', part]);
-  await exec('truncate', ['-s', `${PARTITION_MIB + 1}M`, disk]);
-  await sh(`printf 'label: dos\\nstart=2048, type=6, bootable\\n' | sfdisk -q "${disk}"`, work);
-  await exec('dd', [`if=${part}`, `of=${disk}`, 'bs=1M', 'seek=1', 'conv=notrunc', 'status=none']);
-  await exec('dd', [`if=${MBR}`, `of=${disk}`, 'bs=440', 'count=1', 'conv=notrunc', 'status=none']);
-  await exec('qemu-img', ['convert', '-O', 'qcow2', disk, out]);
+  await bootPartition({
+    work,
+    out: part,
+    mib: PARTITION_MIB,
+    label: 'GUESTBOOT',
+    files: { vmlinuz: `/boot/vmlinuz-${kver}`, 'initrd.gz': initrd },
+    syslinuxCfg: SYSLINUX_CFG,
+  });
+  await assembleDisk({
+    work,
+    out,
+    partitions: [{ image: part, mib: PARTITION_MIB, type: '6', bootable: true }],
+  });
 }
 
 /**
@@ -314,10 +271,7 @@ async function buildDisk(work: string, kver: string, initrd: string, out: string
  * `syslinux-common`, `mtools`, `dosfstools`, `fdisk` and `qemu-utils`.
  */
 export async function buildTestGuest(opts: TestGuestOptions = {}): Promise<TestGuest> {
-  const kver = opts.kernelVersion ?? (await findGuestKernel());
-  if (kver === undefined || !existsSync(`/boot/vmlinuz-${kver}`)) {
-    throw new Error('no kernel in /boot with modules in /lib/modules: install linux-image-amd64');
-  }
+  const kver = await guestKernel(opts.kernelVersion);
   const cacheDir = opts.cacheDir ?? join(tmpdir(), 'proxy-op-test-guest');
   const recipe = createHash('sha256')
     .update(
@@ -334,7 +288,7 @@ export async function buildTestGuest(opts: TestGuestOptions = {}): Promise<TestG
   const work = await mkdtemp(join(cacheDir, 'build-'));
   try {
     const initrd = join(work, 'initrd.gz');
-    await buildInitramfs(work, kver, initrd);
+    await initramfs(work, kver, initrd);
     const out = join(work, 'guest.qcow2');
     await buildDisk(work, kver, initrd, out);
     await rename(out, path); // atomic: a concurrent build just replaces it with the same image

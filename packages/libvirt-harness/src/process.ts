@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, readlink } from 'node:fs/promises';
+import { readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 
 /** Polls `ok` until it holds; fails when the child exits or the time runs out (then kills it). */
@@ -49,15 +49,19 @@ export async function readOr(path: string): Promise<string> {
  * A process that outlives its owner only to clean up after it. It waits on
  * a pipe from the owner; when the pipe closes without a word (the owner was
  * killed, crashed, or a test runner gave up on it), it kills every process
- * whose command line names `dir`, that runs in one of the mount namespaces
- * it was told of, or that a PID file in one of its `pidDirs` names (a
+ * whose command line names `dir`, that runs in one of the mount or network
+ * namespaces it was told of, or that a PID file in one of its `pidDirs` names (a
  * daemon's guests keep running without the daemon, in namespaces of their
  * own), then removes `dir` unless told to keep it. It runs in a session
  * of its own, so a signal to the owner's process group does not reach it.
  */
 export interface Sentinel {
-  /** Kills, on cleanup, the processes of `pid`'s mount namespace too. */
-  watchNamespaceOf(pid: number): Promise<void>;
+  /**
+   * Kills, on cleanup, the processes of `pid`'s mount namespace (or, with
+   * `net`, its network namespace: daemons that detach, such as dnsmasq, stay
+   * in it) too.
+   */
+  watchNamespaceOf(pid: number, kind?: 'mnt' | 'net'): Promise<void>;
   /** Stands down for good: the owner cleaned up itself. */
   disarm(): void;
 }
@@ -84,6 +88,7 @@ process.stdin.on('data', (d) => {
 process.stdin.on('end', () => {
   // Never this machine's own namespace: that would be every process.
   namespaces.delete(fs.readlinkSync('/proc/self/ns/mnt'));
+  namespaces.delete(fs.readlinkSync('/proc/self/ns/net'));
   const killed = [];
   // PID files of processes that left both (QEMU guests run in a namespace
   // of their own): each names its process, whose command line names it back.
@@ -106,7 +111,14 @@ process.stdin.on('end', () => {
     if (!/^\\d+$/.test(p) || Number(p) === process.pid) continue;
     let hit;
     try {
-      hit = namespaces.has(fs.readlinkSync('/proc/' + p + '/ns/mnt'))
+      const ns = (kind) => {
+        try {
+          return fs.readlinkSync('/proc/' + p + '/ns/' + kind);
+        } catch {
+          return '';
+        }
+      };
+      hit = namespaces.has(ns('mnt')) || namespaces.has(ns('net'))
         || fs.readFileSync('/proc/' + p + '/cmdline').includes(dir);
     } catch {
       continue;
@@ -160,10 +172,10 @@ export function startSentinel(
   pipe.unref();
   let armed = true;
   return {
-    async watchNamespaceOf(pid) {
-      const ns = await readlink(`/proc/${pid}/ns/mnt`);
+    async watchNamespaceOf(pid, kind = 'mnt') {
+      const ns = await readlink(`/proc/${pid}/ns/${kind}`);
       // A process in this one's own namespace has none to be told of.
-      if (ns === (await readlink('/proc/self/ns/mnt'))) return;
+      if (ns === (await readlink(`/proc/self/ns/${kind}`))) return;
       if (armed) pipe.write(`ns ${ns}\n`);
     },
     disarm() {
@@ -172,4 +184,42 @@ export function startSentinel(
       pipe.end('disarm\n');
     },
   };
+}
+
+/**
+ * Takes the lock file at `file` (holding this process's pid), or waits
+ * while a live process holds it. Resolves with its release, or undefined
+ * when `ready()` came true meanwhile (the other build finished). A lock
+ * whose process is gone is taken over.
+ */
+export async function lockFile(
+  file: string,
+  ready: () => boolean,
+): Promise<(() => Promise<void>) | undefined> {
+  for (;;) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
+      return () => rm(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+    if (!alive(owner)) {
+      await rm(file, { force: true });
+      continue;
+    }
+    if (ready()) return undefined;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/** Whether a process with this pid exists (signal 0 reaches it). */
+export function alive(pid: number): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BINARIES } from './index.js';
+import type { NetworkNamespace } from './netns.js';
 import { startSentinel, stopChild, waitFor } from './process.js';
 
 const exec = promisify(execFile);
@@ -57,7 +58,13 @@ export interface Sshd {
  * open `direct-streamlocal` channels to a libvirt socket.
  */
 export async function startSshd(
-  opts: { dir?: string; port?: number; timeoutMs?: number } = {},
+  opts: {
+    dir?: string;
+    port?: number;
+    timeoutMs?: number;
+    /** Listen on 127.0.0.1 of this network namespace instead of this machine's. */
+    netns?: Pick<NetworkNamespace, 'command'>;
+  } = {},
 ): Promise<Sshd> {
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'proxy-op-sshd-')));
   await mkdir(dir, { recursive: true });
@@ -94,9 +101,9 @@ export async function startSshd(
       '',
     ].join('\n'),
   );
-  const child = spawn(BINARIES.sshd, ['-D', '-e', '-f', config], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const argv = ['-D', '-e', '-f', config];
+  const [cmd, args] = opts.netns?.command(BINARIES.sshd, argv) ?? [BINARIES.sshd, argv];
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
     log += d;

@@ -99,8 +99,20 @@ export async function startRelay(port: number): Promise<Relay> {
   };
 }
 
+/** What a test looks at a daemon's QEMU driver with: virsh, the domains, a pool's volumes, console logs. */
+export interface DaemonOracles {
+  /** virsh on qemu:///system of the daemon. */
+  virsh(args: readonly string[]): Promise<string>;
+  /** Every domain name (`virsh list --all --name`). */
+  domains(): Promise<string[]>;
+  /** Every volume name in the pool (`virsh vol-list`). */
+  volumes(): Promise<string[]>;
+  /** The console log of a domain, as libvirt wrote it. */
+  consoleLog(name: string): Promise<string>;
+}
+
 /** The stack {@link startLibvirtStack} starts. */
-export interface LibvirtStack {
+export interface LibvirtStack extends DaemonOracles {
   readonly daemon: Libvirtd;
   readonly sshd: Sshd;
   readonly relay: Relay;
@@ -115,14 +127,6 @@ export interface LibvirtStack {
   readonly imageSha: string;
   /** The provider config block for this stack (one host, `kvm1`), with `extra` merged in. */
   config(extra?: Record<string, unknown>): Record<string, unknown>;
-  /** virsh on qemu:///system of the daemon. */
-  virsh(args: readonly string[]): Promise<string>;
-  /** Every domain name (`virsh list --all --name`). */
-  domains(): Promise<string[]>;
-  /** Every volume name in the pool (`virsh vol-list`). */
-  volumes(): Promise<string[]>;
-  /** The console log of a domain, as libvirt wrote it. */
-  consoleLog(name: string): Promise<string>;
   /** A fresh ed25519 key pair made by ssh-keygen: `{ privateKey, publicKey }`. */
   keygen(): Promise<{ privateKey: string; publicKey: string }>;
   stop(): Promise<void>;
@@ -136,6 +140,32 @@ function lines(s: string): string[] {
     .sort();
 }
 
+/**
+ * Defines, builds, starts and autostarts a dir pool named `pool` at `path`
+ * on the daemon's QEMU driver; resolves with the oracles over it.
+ */
+export async function startDirPool(
+  daemon: Libvirtd,
+  pool: string,
+  path: string,
+): Promise<DaemonOracles> {
+  const virsh = (args: readonly string[]) => daemon.virsh('qemu:///system', args);
+  await virsh(['pool-define-as', pool, 'dir', '--target', path]);
+  await virsh(['pool-build', pool]);
+  await virsh(['pool-start', pool]);
+  await virsh(['pool-autostart', pool]);
+  return {
+    virsh,
+    domains: async () => lines(await virsh(['list', '--all', '--name'])),
+    volumes: async () =>
+      lines(await virsh(['vol-list', pool])).map((l) => l.split(/\s+/)[0] as string),
+    consoleLog: (name) =>
+      readFile(join(daemon.dir, 'root', 'log', 'qemu', `${name}-console.log`), 'utf8').catch(
+        () => '',
+      ),
+  };
+}
+
 /** Starts the whole stack; `stop()` ends every process it started. */
 export async function startLibvirtStack(): Promise<LibvirtStack> {
   const dir = await mkdtemp(join(tmpdir(), 'proxy-op-stack-'));
@@ -147,12 +177,7 @@ export async function startLibvirtStack(): Promise<LibvirtStack> {
   const relay = await startRelay(sshd.port);
   const images = await startImageServer();
   const pool = 'proxy-pool';
-  const poolDir = join(dir, 'pool');
-  const virsh = (args: readonly string[]) => daemon.virsh('qemu:///system', args);
-  await virsh(['pool-define-as', pool, 'dir', '--target', poolDir]);
-  await virsh(['pool-build', pool]);
-  await virsh(['pool-start', pool]);
-  await virsh(['pool-autostart', pool]);
+  const oracles = await startDirPool(daemon, pool, join(dir, 'pool'));
   const keyFile = join(dir, 'ssh-privatekey');
   await writeFile(keyFile, sshd.clientKey, { mode: 0o600 });
   const knownHostsFile = join(dir, 'known_hosts');
@@ -192,14 +217,7 @@ export async function startLibvirtStack(): Promise<LibvirtStack> {
       machineTypes: { small: { vcpus: 1, memoryMiB: 192 } },
       ...extra,
     }),
-    virsh,
-    domains: async () => lines(await virsh(['list', '--all', '--name'])),
-    volumes: async () =>
-      lines(await virsh(['vol-list', pool])).map((l) => l.split(/\s+/)[0] as string),
-    consoleLog: (name) =>
-      readFile(join(daemon.dir, 'root', 'log', 'qemu', `${name}-console.log`), 'utf8').catch(
-        () => '',
-      ),
+    ...oracles,
     async keygen() {
       const file = join(dir, `key-${++keys}`);
       await exec('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', file]);
@@ -229,7 +247,10 @@ export function dumpedSeedFile(consoleText: string, file: string): Buffer | unde
 }
 
 /** The IPv4 addresses (`addr/prefix`) `virsh domifaddr --source agent` reports. */
-export async function agentAddresses(stack: LibvirtStack, name: string): Promise<string[]> {
+export async function agentAddresses(
+  stack: Pick<DaemonOracles, 'virsh'>,
+  name: string,
+): Promise<string[]> {
   const out = await stack.virsh(['domifaddr', name, '--source', 'agent']);
   return out
     .split('\n')

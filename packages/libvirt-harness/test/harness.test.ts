@@ -92,6 +92,12 @@ describeWithPeers(
         expect(alive(qemuPid)).toBe(true);
         await d.virsh('qemu:///system', ['destroy', name]);
         await d.virsh('qemu:///system', ['undefine', name]);
+      } catch (err) {
+        // The daemon's own account (warnings and errors: a failed reconnect to the guest's
+        // monitor shows here) goes with the failure, before stop() removes the dir.
+        const log = await readFile(join(d.dir, 'libvirtd.log'), 'utf8').catch(() => '');
+        console.error(`libvirtd.log, last lines:\n${log.split('\n').slice(-40).join('\n')}`);
+        throw err;
       } finally {
         await d.stop();
       }

@@ -3,14 +3,21 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describeWithPeers } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { LIBVIRTD_PEERS, SSHD_PEERS, startLibvirtd } from '../src/index.js';
+import {
+  CLOUD_STACK_PEERS,
+  LIBVIRTD_PEERS,
+  SSHD_PEERS,
+  startCloudStack,
+  startLibvirtd,
+} from '../src/index.js';
+import { pidsIn } from '../src/netns.js';
 
 const { expect, it } = vitest;
 const DIST = pathToFileURL(fileURLToPath(new URL('../dist/index.js', import.meta.url))).href;
@@ -62,6 +69,58 @@ const s = await startSshd();
 console.log(JSON.stringify({ libvirtd: d.pid, qemu, virtlogd, sshd: s.pid, dirs: [d.dir, s.dir] }));
 setInterval(() => {}, 60_000);
 `;
+
+const CLOUD_OWNER = `
+import { readlink } from 'node:fs/promises';
+import { startCloudStack } from ${JSON.stringify(DIST)};
+const s = await startCloudStack();
+const ns = await readlink('/proc/' + s.netns.pid + '/ns/net');
+console.log(JSON.stringify({ ns, libvirtd: s.daemon.pid, sshd: s.sshd.pid, dirs: [s.dir, s.daemon.dir, s.sshd.dir] }));
+setInterval(() => {}, 60_000);
+`;
+
+describeWithPeers(vitest, 'a killed owner of a cloud stack', [...CLOUD_STACK_PEERS], () => {
+  it('leaves no process in its network namespace (libvirtd, dnsmasq, sshd, the servers) and no dir', {
+    timeout: 1_200_000,
+  }, async () => {
+    const work = await mkdtemp(join(tmpdir(), 'harness-sentinel-'));
+    const script = join(work, 'owner.mjs');
+    await writeFile(script, CLOUD_OWNER);
+    const owner = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const [line] = (await once(createInterface({ input: owner.stdout }), 'line')) as [string];
+      const got = JSON.parse(line) as {
+        ns: string;
+        libvirtd: number;
+        sshd: number;
+        dirs: string[];
+      };
+      const inside = await pidsIn(got.ns);
+      // The holder, libvirtd, dnsmasq (two), sshd, the image server and the origin at least.
+      expect(inside.length, JSON.stringify(got)).toBeGreaterThanOrEqual(7);
+      expect(inside).toEqual(expect.arrayContaining([got.libvirtd, got.sshd]));
+      owner.kill('SIGKILL');
+      await once(owner, 'exit');
+      await until('the namespace empty', async () => (await pidsIn(got.ns)).length === 0, 20_000);
+      await until('every dir removed', () => !got.dirs.some((d) => existsSync(d)), 20_000);
+    } finally {
+      owner.kill('SIGKILL');
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describeWithPeers(vitest, 'a cloud stack stopped normally', [...CLOUD_STACK_PEERS], () => {
+  it('leaves no process in its network namespace (dnsmasq detaches from libvirtd)', {
+    timeout: 1_200_000,
+  }, async () => {
+    const s = await startCloudStack();
+    const ns = await readlink(`/proc/${s.netns.pid}/ns/net`);
+    expect((await pidsIn(ns)).length).toBeGreaterThan(0);
+    await s.stop();
+    expect(await pidsIn(ns)).toEqual([]);
+  });
+});
 
 describeWithPeers(
   vitest,

@@ -9,7 +9,7 @@ import { sshDialer } from '@proxy-op/libvirt-rpc/ssh';
 import type { DialTarget, LibvirtConnection, LibvirtSeam, Transport } from './seam.js';
 
 /**
- * The seam over one open {@link LibvirtClient}: every call passes its
+ * The seam over one open `LibvirtClient` (of `@proxy-op/libvirt-rpc`): every call passes its
  * signal on, so a cancelled call is abandoned by itself and the
  * connection carries on (libvirt-rpc's `drop` policy).
  */

@@ -5,10 +5,12 @@
  *
  * @module
  */
+
 import { isIPv4 } from 'node:net';
+import { isMalformedAnswer } from '@proxy-op/contract';
 import { InterfaceAddressSource } from '@proxy-op/libvirt-rpc';
 import type { AddressSource } from './flavour.js';
-import { errorFields, isMalformed, type Runtime } from './runtime.js';
+import { errorFields, type Runtime } from './runtime.js';
 import type { Domain, DomainInterface, LibvirtSeam } from './seam.js';
 
 const SOURCE: Record<AddressSource, number> = {
@@ -57,7 +59,7 @@ export async function discoverAddress(
     try {
       ifaces = await seam.domainInterfaceAddresses({ dom, source: SOURCE[source] }, signal);
     } catch (err) {
-      if (signal.aborted || isMalformed(err)) throw err;
+      if (signal.aborted || isMalformedAnswer(err)) throw err;
       rt.log.trace(
         { ...fields, source, ...errorFields(err) },
         `${rt.flavour.prefix} address source skipped`,

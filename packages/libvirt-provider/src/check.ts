@@ -3,7 +3,8 @@
  * connection of its own (never the pooled one a reconcile may be using),
  * closed when the check ends. The operation shell runs the targets
  * concurrently, keeps config order and answers `Timeout` for a host still
- * being checked when the round ends.
+ * being checked when the round ends; `failed` names the reason of what a
+ * check threw.
  *
  * @module
  */
@@ -14,14 +15,25 @@ import {
   type ImplementationChecker,
   Reason,
 } from '@proxy-op/contract';
-import { ErrorCode, StoragePoolState } from '@proxy-op/libvirt-rpc';
-import { hasCode, LibvirtReason, reasonFor } from './classify.js';
+import { ErrorCode, LibvirtError, RpcError, StoragePoolState } from '@proxy-op/libvirt-rpc';
+import { hasCode } from './classify.js';
 import type { HostConfig } from './config.js';
+import { DialError } from './errors.js';
 import { checkPool, type Runtime } from './runtime.js';
 import type { LibvirtConnection } from './seam.js';
 
 const GIB = 1024 ** 3;
 const POOL_STATES = ['inactive', 'building', 'running', 'degraded', 'inaccessible'];
+
+/** The Checker's reasons besides the contract's shared ones; each names a different fix. */
+export const LibvirtReason = Object.freeze({
+  /** The SSH key or known_hosts file is missing or unreadable: mount the Secret, fix the path. */
+  CredentialsUnavailable: 'CredentialsUnavailable',
+  /** The host's pool does not exist: create it or fix `hosts[].pool`. */
+  PoolNotFound: 'PoolNotFound',
+  /** The pool exists but is not running: `virsh pool-start`. */
+  PoolNotActive: 'PoolNotActive',
+} as const);
 
 /** Formats libvirt's version number (major * 1e6 + minor * 1e3 + micro). */
 export function formatLibvirtVersion(v: number): string {
@@ -39,6 +51,10 @@ export function checker(rt: Runtime): ImplementationChecker {
       })),
     check: (target, ctx) =>
       checkHost(rt, rt.config.hosts.find((h) => h.name === target.target) as HostConfig, ctx),
+    failed: (err) => ({
+      reason: reasonFor(err),
+      message: err instanceof Error ? err.message : 'check failed',
+    }),
   };
 }
 
@@ -86,13 +102,37 @@ async function checkHost(rt: Runtime, host: HostConfig, ctx: CheckContext): Prom
       reason: Reason.Reachable,
       message: `libvirt ${d.libvirtVersion} on ${hostname} answers`,
     };
-  } catch (err) {
-    return {
-      reason: reasonFor(err, ctx.signal.aborted),
-      message: err instanceof Error ? err.message : 'check failed',
-    };
   } finally {
     rt.log.debug({ host: host.name, ...d }, `${rt.flavour.prefix} host checked`);
     await conn?.close();
   }
+}
+
+/**
+ * The Checker's reason for a failure (the shell answers `Timeout` for an
+ * ended round and for a call past its budget, a dial's included).
+ */
+function reasonFor(err: unknown): Reason {
+  if (DialError.isInstance(err)) {
+    switch (err.stage) {
+      case 'credentials':
+        return LibvirtReason.CredentialsUnavailable;
+      case 'hostkey':
+      case 'auth':
+        return Reason.Unauthorized;
+      case 'libvirt':
+        return reasonFor(err.cause);
+      default:
+        return Reason.Unreachable;
+    }
+  }
+  if (LibvirtError.isInstance(err)) {
+    if (err.code === ErrorCode.ERR_ACCESS_DENIED || err.code === ErrorCode.ERR_AUTH_FAILED) {
+      return Reason.Forbidden;
+    }
+    if (err.code === ErrorCode.ERR_NO_STORAGE_POOL) return LibvirtReason.PoolNotFound;
+    return Reason.APIError;
+  }
+  if (RpcError.isInstance(err) && err.code === 'ERR_RPC_TIMEOUT') return Reason.Timeout;
+  return Reason.Unreachable;
 }

@@ -4,11 +4,25 @@
  *
  * @module
  */
-import type { ConfigIssue, ConfigResult, ConfigSchema } from '@proxy-op/contract';
+import type { ConfigIssue, ConfigResult, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
 import { DEFAULT_SOCKET } from '@proxy-op/libvirt-rpc';
+import type { Budgets } from './budgets.js';
 import { isRecord, type Path, Reader } from './config-reader.js';
 import type { ConfigCompat } from './flavour.js';
 import { HOST_NAME_RE } from './id.js';
+import type { Transport } from './seam.js';
+
+/** What a libvirt provider module takes besides the contract's dependencies. */
+export interface LibvirtDeps extends ProviderDeps {
+  /**
+   * Opens connections instead of SSH to the hosts (tests, and tools that
+   * reach libvirtd their own way). The engine still reads the SSH
+   * material, bounds, traces and logs every call.
+   */
+  readonly transport?: Transport | undefined;
+  /** Overrides of the budgets (tests shrink them). */
+  readonly budgets?: Partial<Budgets> | undefined;
+}
 
 /** One hypervisor host, reached over SSH. */
 export interface HostConfig {
@@ -46,12 +60,15 @@ export interface ImageEntry {
 
 /** A machine type of the catalogue (`placement.machineType`). */
 export interface MachineTypeEntry {
+  /** Virtual CPUs of the domain. */
   readonly vcpus: number;
+  /** Memory of the domain, in MiB. */
   readonly memoryMiB: number;
 }
 
 /** The validated config block, defaults filled in. */
 export interface LibvirtConfig {
+  /** The libvirt hosts, in config order (the Checker's targets). */
   readonly hosts: readonly HostConfig[];
   /** The SSH private key (OpenSSH or PEM, no passphrase); read on every dial. */
   readonly sshKeyFile: string;
@@ -67,7 +84,9 @@ export interface LibvirtConfig {
   readonly installGuestAgent: boolean;
   /** Whether each guest's serial console is logged to `/var/log/libvirt/qemu/<name>-console.log`. Default true. */
   readonly consoleLog: boolean;
+  /** The image catalogue (`placement.image`), by name. */
   readonly images: Readonly<Record<string, ImageEntry>>;
+  /** The machine type catalogue (`placement.machineType`), by name. */
   readonly machineTypes: Readonly<Record<string, MachineTypeEntry>>;
 }
 
@@ -316,7 +335,7 @@ export function validateLibvirtConfig(input: unknown): ConfigResult<LibvirtConfi
 
 /**
  * The config schema of a flavour, in the Standard Schema shape: the
- * flavour's compatibility layer first, then {@link validateLibvirtConfig}.
+ * flavour's compatibility layer first, then `validateLibvirtConfig`.
  */
 export function libvirtConfigSchema(
   vendor: string,

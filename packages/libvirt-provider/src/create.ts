@@ -72,7 +72,7 @@ export function placementOf(
 }
 
 /** Creates or adopts the domain for `req`; resolves with its ID once it runs (or was started). */
-export async function create(
+export async function createInstance(
   rt: Runtime,
   req: CheckedCreateRequest,
   ctx: OperationContext,

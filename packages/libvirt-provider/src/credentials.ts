@@ -9,8 +9,8 @@
 import { readFile } from 'node:fs/promises';
 import type { SecretSet } from '@proxy-op/contract';
 import ssh2 from 'ssh2';
-import { DialError } from './classify.js';
 import type { LibvirtConfig } from './config.js';
+import { DialError } from './errors.js';
 import type { HostKeyCheck } from './seam.js';
 
 /** What a dial needs from the files. */

@@ -25,7 +25,7 @@ export const UNDEFINE_FLAGS =
  * A host no longer in the config is Permanent: the domain may still run
  * there, and only the admin can say whether to bring the host back.
  */
-export async function deleteDomain(rt: Runtime, id: DomainId, ctx: DeleteContext): Promise<void> {
+export async function deleteInstance(rt: Runtime, id: DomainId, ctx: DeleteContext): Promise<void> {
   const host = hostOf(rt, id.host);
   if (host === undefined) {
     throw ctx.permanent(

@@ -8,6 +8,7 @@
  * @module
  */
 import { formatMark, type Mark, type Profile, parseMark } from '@proxy-op/contract';
+import { MarkFormatError } from './errors.js';
 
 /** Where an address can come from, in the order a flavour asks them. */
 export type AddressSource = 'agent' | 'lease' | 'arp';
@@ -47,6 +48,7 @@ export interface LibvirtFlavour {
   readonly prefix: string;
   /** The OpenTelemetry instrumentation name (the provider package). */
   readonly instrumentation: string;
+  /** The metadata namespace the flavour writes its marks in, and reads them from. */
   readonly metadata: MetadataNamespace;
   /**
    * The contract profile. The engine reads `createReturn` (`blocking` waits
@@ -69,28 +71,6 @@ export interface LibvirtFlavour {
    */
   readonly listOrphanVolumes?: boolean | undefined;
 }
-
-/** A metadata element the namespace cannot read: Permanent where it matters. */
-export class MarkFormatError extends Error {
-  readonly code = 'LIBVIRT_MARK_UNREADABLE';
-  constructor(message: string) {
-    super(message);
-    Object.defineProperty(this, MARK_BRAND, { value: true });
-  }
-  override get name(): string {
-    return 'MarkFormatError';
-  }
-  /** Whether `err` is a MarkFormatError, also across two installed copies of this package. */
-  static isInstance(err: unknown): err is MarkFormatError {
-    return (
-      typeof err === 'object' &&
-      err !== null &&
-      (err as Record<symbol, unknown>)[MARK_BRAND] === true
-    );
-  }
-}
-
-const MARK_BRAND = Symbol.for('@proxy-op/libvirt-provider.MarkFormatError');
 
 const ATTR_RE = /([A-Za-z_][\w.:-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 const ELEMENT_RE = /^\s*<([A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)((?:\s+[^<>]*?)?)\s*\/?>/;

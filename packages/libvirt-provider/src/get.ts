@@ -18,7 +18,11 @@ import { isActive, mapState } from './state.js';
  * of this flavour; otherwise its UID, creation time and installation from
  * the mark, its state, and for a running domain its address.
  */
-export async function get(rt: Runtime, id: DomainId, ctx: OperationContext): Promise<Instance> {
+export async function getInstance(
+  rt: Runtime,
+  id: DomainId,
+  ctx: OperationContext,
+): Promise<Instance> {
   const host = hostOf(rt, id.host);
   if (host === undefined) {
     throw ctx.permanent(

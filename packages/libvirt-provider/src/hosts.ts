@@ -8,13 +8,19 @@
  * @module
  */
 import type { Tracer } from '@opentelemetry/api';
-import { type Logger, type SecretSet, withChildSpan } from '@proxy-op/contract';
+import { abortable, type Logger, type SecretSet, withChildSpan } from '@proxy-op/contract';
 import { LibvirtError } from '@proxy-op/libvirt-rpc';
-import { classifyLibvirt, DialError, isSshDialError } from './classify.js';
+import { classifyLibvirt, isSshDialError } from './classify.js';
 import type { HostConfig, LibvirtConfig } from './config.js';
 import { loadSshMaterial } from './credentials.js';
-import { decorateConnection } from './observe.js';
-import type { LibvirtConnection, LibvirtSeam, Transport } from './seam.js';
+import { DialError } from './errors.js';
+
+import {
+  decorateConnection,
+  type LibvirtConnection,
+  type LibvirtSeam,
+  type Transport,
+} from './seam.js';
 
 /** Why a connection is dialled: the pooled one, an image upload, or a Checker round. */
 export type DialPurpose = 'pooled' | 'upload' | 'check';
@@ -35,29 +41,6 @@ export interface HostTableOptions {
 interface Entry {
   conn?: LibvirtConnection | undefined;
   dialing?: Promise<LibvirtConnection> | undefined;
-}
-
-/** Waits for `p`, or rejects with the signal's reason when it fires first (`p` carries on). */
-export function abandonOnAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) {
-    p.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** The per-host connection table of one provider. */
@@ -103,7 +86,7 @@ export class HostTable {
       dialing.catch(() => {});
       entry.dialing = dialing;
     }
-    return (await abandonOnAbort(entry.dialing, signal)).seam;
+    return (await abortable(entry.dialing, signal)).seam;
   }
 
   /** A connection of its own for `purpose`; the caller closes it. */

@@ -13,7 +13,9 @@ export const DOMAIN_NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A parsed provider ID. */
 export interface DomainId {
+  /** The host's config name. */
   readonly host: string;
+  /** The domain's name on that host. */
   readonly name: string;
 }
 
@@ -29,4 +31,9 @@ export const domainIds: IdFormat<'host' | 'name'> = idFormat(
 /** Formats `hosts/<host>/domains/<name>`. */
 export function formatId(id: DomainId): string {
   return domainIds.format(id);
+}
+
+/** The parts of a provider ID, or undefined when it is malformed. */
+export function parseId(id: string): DomainId | undefined {
+  return domainIds.parse(id);
 }

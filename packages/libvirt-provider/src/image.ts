@@ -10,12 +10,14 @@
  * @module
  */
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { trace } from '@opentelemetry/api';
 import { type OperationContext, withChildSpan } from '@proxy-op/contract';
 import { ErrorCode, StoragePoolState } from '@proxy-op/libvirt-rpc';
 import { request } from 'undici';
-import { hasCode, ImageError } from './classify.js';
+import { hasCode } from './classify.js';
 import type { HostConfig, ImageEntry } from './config.js';
+import { ImageError } from './errors.js';
 import {
   checkPool,
   checkVol,
@@ -72,17 +74,38 @@ export async function lookupVolume(
   }
 }
 
-/** Deletes a volume; a volume already gone is fine. */
+/** How often a delete of a volume libvirtd is still allocating is tried again, in ms. */
+const ALLOCATING_POLL_MS = 100;
+
+/**
+ * Deletes a volume; a volume already gone is fine. A volume libvirtd is
+ * still allocating (the creation of a Create that was cancelled goes on in
+ * the daemon) cannot be deleted yet: the delete is tried again until the
+ * allocation is over, for as long as `signal` allows.
+ */
 export async function deleteVolume(
   seam: LibvirtSeam,
   vol: StorageVol,
   signal: AbortSignal,
 ): Promise<void> {
-  try {
-    await seam.storageVolDelete({ vol }, signal);
-  } catch (err) {
-    if (!hasCode(err, ErrorCode.ERR_NO_STORAGE_VOL)) throw err;
+  for (;;) {
+    try {
+      await seam.storageVolDelete({ vol }, signal);
+      return;
+    } catch (err) {
+      if (hasCode(err, ErrorCode.ERR_NO_STORAGE_VOL)) return;
+      if (!stillAllocating(err)) throw err;
+    }
+    await sleep(ALLOCATING_POLL_MS, undefined, { signal });
   }
+}
+
+/** Whether libvirtd refused an operation on a volume because it is still being allocated. */
+function stillAllocating(err: unknown): boolean {
+  return (
+    hasCode(err, ErrorCode.ERR_OPERATION_INVALID) &&
+    /still being allocated/.test(String((err as { message?: unknown }).message ?? ''))
+  );
 }
 
 /**

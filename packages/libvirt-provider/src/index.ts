@@ -8,34 +8,28 @@
  */
 export { clientSeam, type SshTransportOptions, sshTransport } from './adapter.js';
 export { type Budgets, DEFAULT_BUDGETS } from './budgets.js';
-export {
-  BudgetError,
-  classify,
-  DialError,
-  type DialStage,
-  ImageError,
-  LibvirtReason,
-} from './classify.js';
+export { LibvirtReason } from './check.js';
+export { classify } from './classify.js';
 export {
   CONFIG_DEFAULTS,
   type HostConfig,
   type ImageEntry,
   type LibvirtConfig,
+  type LibvirtDeps,
   libvirtConfigSchema,
   type MachineTypeEntry,
 } from './config.js';
+export { DialError, type DialStage, ImageError, MarkFormatError } from './errors.js';
 export {
   type AddressSource,
   type ConfigCompat,
   escapeXml,
   type LibvirtFlavour,
-  MarkFormatError,
   type MetadataNamespace,
   markElement,
   unescapeXml,
 } from './flavour.js';
-export { type DomainId, domainIds, formatId } from './id.js';
-export type { LibvirtDeps } from './implementation.js';
+export { type DomainId, domainIds, formatId, parseId } from './id.js';
 export { flavourProblems, libvirtProviderModule } from './module.js';
 export {
   type DialTarget,

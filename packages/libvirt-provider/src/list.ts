@@ -10,6 +10,7 @@
  */
 import {
   type Instance,
+  isMalformedAnswer,
   type Mark,
   markedInstances,
   type OperationContext,
@@ -19,10 +20,10 @@ import type { HostConfig } from './config.js';
 import { readMark } from './domain.js';
 import { DOMAIN_NAME_RE, formatId } from './id.js';
 import { findOrphans, type Orphan } from './orphans.js';
-import { errorFields, isMalformed, type Runtime, signalOf } from './runtime.js';
+import { errorFields, type Runtime, signalOf } from './runtime.js';
 
 /** Every domain of `installation` on every host, with ID, UID and creation time. */
-export async function list(
+export async function listInstances(
   rt: Runtime,
   installation: string,
   ctx: OperationContext,
@@ -50,7 +51,7 @@ export async function list(
       if (
         rt.flavour.profile.listPartial !== 'omit-unreachable' ||
         ctx.signal?.aborted ||
-        isMalformed(err) ||
+        isMalformedAnswer(err) ||
         classify('list', err) !== 'Transient'
       ) {
         throw err;
@@ -91,7 +92,7 @@ async function listHost(
     try {
       mark = await readMark(rt, seam, dom, signal);
     } catch (err) {
-      if (signal.aborted || isMalformed(err)) throw err;
+      if (signal.aborted || isMalformedAnswer(err)) throw err;
       skipped++;
       rt.log.debug(
         { host: host.name, domain: dom.name, ...errorFields(err) },

@@ -6,10 +6,10 @@
  */
 import { type ProviderModule, profileProblems } from '@proxy-op/contract';
 import { classify } from './classify.js';
-import { type LibvirtConfig, libvirtConfigSchema } from './config.js';
+import { type LibvirtConfig, type LibvirtDeps, libvirtConfigSchema } from './config.js';
 import type { LibvirtFlavour } from './flavour.js';
 import type { DomainId } from './id.js';
-import { type LibvirtDeps, LibvirtImplementation } from './implementation.js';
+import { createImplementation } from './implementation.js';
 
 /** The profile choices the engine can honour, axis by axis, where it has no choice. */
 const FIXED = {
@@ -70,6 +70,6 @@ export function libvirtProviderModule(
     configSchema: libvirtConfigSchema(flavour.instrumentation, flavour.compat),
     profile: flavour.profile,
     classify,
-    create: (name, config, deps) => new LibvirtImplementation(flavour, name, config, deps),
+    create: (name, config, deps) => createImplementation(flavour, name, config, deps),
   });
 }

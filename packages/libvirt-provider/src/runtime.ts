@@ -5,13 +5,13 @@
  * @module
  */
 import type { Tracer } from '@opentelemetry/api';
-import type { Clock, Logger } from '@proxy-op/contract';
+import { BudgetError, type Clock, type Logger } from '@proxy-op/contract';
 import type { KeyedLock } from '@proxy-op/keyedlock';
 import { LibvirtError } from '@proxy-op/libvirt-rpc';
 import type { Dispatcher } from 'undici';
 import type { Budgets } from './budgets.js';
-import { BudgetError, DialError } from './classify.js';
 import type { HostConfig, ImageEntry, LibvirtConfig } from './config.js';
+import { DialError } from './errors.js';
 import type { LibvirtFlavour } from './flavour.js';
 import type { HostTable } from './hosts.js';
 import type { Domain, StoragePool, StorageVol } from './seam.js';
@@ -93,11 +93,6 @@ export function checkVol(v: unknown): StorageVol {
     throw new TypeError('a storage volume handle without pool, name or key');
   }
   return x as StorageVol;
-}
-
-/** True for a failure to read an answer (the shell's malformed-answer kinds). */
-export function isMalformed(err: unknown): boolean {
-  return err instanceof TypeError || err instanceof SyntaxError || err instanceof RangeError;
 }
 
 /** Log fields of a failure: libvirt's code and message, the dial stage, or the error's name. */

@@ -158,7 +158,7 @@ export class LibvirtClient {
     this.rpc.destroy();
   }
 
-  /** Closes the connection (see {@link close}). */
+  /** Closes the connection (see {@link LibvirtClient.close}). */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

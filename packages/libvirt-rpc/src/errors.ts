@@ -82,6 +82,7 @@ const RPC_BRAND = Symbol.for('@proxy-op/libvirt-rpc.RpcError');
  * {@link ErrorCode}.
  */
 export class LibvirtError extends Error {
+  /** Always `LibvirtError`. */
   override readonly name = 'LibvirtError';
   /** libvirt's error code (`virErrorNumber`), see {@link ErrorCode}. */
   readonly code: number;
@@ -145,6 +146,7 @@ export type RpcErrorCode =
 
 /** A call that failed without a reply from the server; `code` says why. */
 export class RpcError extends Error {
+  /** Always `RpcError`. */
   override readonly name = 'RpcError';
   /** Why, see {@link RpcErrorCode}. */
   readonly code: RpcErrorCode;

@@ -204,16 +204,27 @@ export const volCodec: Codec<StorageVol> = struct<StorageVol>(
 
 /** The error body of a failed reply (`remote_error`). */
 export interface RemoteError {
+  /** libvirt's error code (`virErrorNumber`; see `ErrorCode`). */
   code: number;
+  /** The libvirt subsystem that raised it (`virErrorDomain`). */
   domain: number;
+  /** libvirt's message, when it sent one. */
   message: string | undefined;
+  /** Its severity (`virErrorLevel`: 1 warning, 2 error). */
   level: number;
+  /** The domain concerned, if any. */
   dom: Domain | undefined;
+  /** Extra information, as libvirt fills it for this code. */
   str1: string | undefined;
+  /** Extra information, as libvirt fills it for this code. */
   str2: string | undefined;
+  /** Extra information, as libvirt fills it for this code. */
   str3: string | undefined;
+  /** Extra information, as libvirt fills it for this code. */
   int1: number;
+  /** Extra information, as libvirt fills it for this code. */
   int2: number;
+  /** The network concerned, if any. */
   net: { name: string; uuid: Uint8Array } | undefined;
 }
 

@@ -41,7 +41,7 @@ export interface SshDialerOptions {
   passphrase?: string;
   /** Host-key verification; required, see {@link HostKeyPolicy}. */
   hostKey: HostKeyPolicy;
-  /** libvirtd's socket on the remote host, {@link DEFAULT_SOCKET} by default. */
+  /** libvirtd's socket on the remote host, `DEFAULT_SOCKET` (of `@proxy-op/libvirt-rpc`) by default. */
   socketPath?: string;
   /** SSH-level keepalive (`keepalive@openssh.com`) interval; 15 s by default, 0 turns it off. */
   keepaliveIntervalMs?: number;
@@ -63,12 +63,14 @@ const SSH_BRAND = Symbol.for('@proxy-op/libvirt-rpc.SshDialError');
 
 /** An SSH dial that failed; `stage` says where. Never carries key material. */
 export class SshDialError extends Error {
+  /** Always `SshDialError`. */
   override readonly name = 'SshDialError';
   /** A stable code: `ERR_SSH_` followed by the stage in capitals. */
   readonly code: string;
 
   /** `stage` is where it failed; `cause` the underlying error. */
   constructor(
+    /** Where the dial failed. */
     readonly stage: SshStage,
     message: string,
     options?: { cause?: unknown },

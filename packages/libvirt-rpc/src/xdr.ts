@@ -9,6 +9,7 @@
 
 /** Thrown when bytes do not decode as the expected XDR type, or a value cannot be encoded. */
 export class XdrError extends Error {
+  /** Always `XdrError`. */
   override readonly name = 'XdrError';
   /** A stable code for this class of error. */
   readonly code = 'ERR_XDR';

@@ -10,13 +10,15 @@ export {
   type Budgets,
   CONFIG_DEFAULTS,
   DEFAULT_BUDGETS,
-  type DomainId,
+  type DomainId as KvmId,
+  formatId,
   type HostConfig,
   type ImageEntry,
   type LibvirtConfig as KvmConfig,
   type LibvirtDeps as KvmDeps,
   LibvirtReason as KvmReason,
   type MachineTypeEntry,
+  parseId,
 } from '@proxy-op/libvirt-provider';
 export { kvmCompat } from './compat.js';
 export {

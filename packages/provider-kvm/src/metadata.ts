@@ -95,7 +95,7 @@ function textOf(raw: string): string {
 /**
  * Reads kvm's mark from the element libvirt returns: undefined when it
  * says the domain is not managed (or does not say it is); a
- * {@link MarkFormatError} for another element or a `managed` that is not
+ * `MarkFormatError` (of `@proxy-op/libvirt-provider`) for another element or a `managed` that is not
  * a boolean.
  */
 export function parseKvmMark(xml: string): Mark | undefined {

@@ -1,4 +1,4 @@
-// Peer: the real stack: libvirtd (Debian libvirt-daemon, QEMU under TCG) reached through a real sshd (openssh-server) over the production SSH transport, the test guest image (linux-image-amd64, busybox, qemu-guest-agent) served over HTTP, a real Linux guest; virsh on the same daemon as the oracle and as the original kvm (a domain defined with its metadata element). kvm2 runs beside kvm on the same host.
+// Peer: the real stack: libvirtd (Debian libvirt-daemon, QEMU under TCG) reached through a real sshd (openssh-server) over the production SSH transport, the test guest image (linux-image-amd64, busybox, qemu-guest-agent) served over HTTP, a real Linux guest; virsh on the same daemon as the oracle and as the original kvm (a domain defined with its metadata element). kvm2 runs beside kvm on the same host. Last, on the same stack: the proxy-op command (the operator package's bin) with this provider by its type, exporting its spans over OTLP/HTTP (JSON) to the receiver of @proxy-op/testkit in this test.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createProvider, isNotFound, type Provider } from '@proxy-op/contract';
@@ -11,7 +11,7 @@ import {
 import { buildSeedISO } from '@proxy-op/nocloud';
 import * as kvm2 from '@proxy-op/provider-kvm2';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
-import { describeWithPeers } from '@proxy-op/testkit';
+import { describeWithPeers, proxyOpCommand } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { domainXml } from '../../libvirt-provider/src/xml.js';
 import {
@@ -21,6 +21,7 @@ import {
   request,
   userData,
 } from '../../libvirt-provider/test/support/stack-suite.js';
+import { describeStackTrace } from '../../libvirt-provider/test/support/stack-trace.js';
 import { METADATA_URI } from '../src/metadata.js';
 import { providerModule } from '../src/module.js';
 import { originalElement } from './support/original.js';
@@ -204,5 +205,11 @@ describeWithPeers(
       expect(await named('proxy-orph')).toEqual({ domains: [], volumes: [] });
       expect(await kvm.listByTag()).toEqual([]);
     });
+
+    describeStackTrace(
+      vitest,
+      { stack: () => stack, cli: proxyOpCommand(import.meta.url) },
+      { type: 'kvm', prefix: 'kvm' },
+    );
   },
 );

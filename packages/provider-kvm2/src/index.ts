@@ -9,13 +9,15 @@ export {
   type Budgets,
   CONFIG_DEFAULTS,
   DEFAULT_BUDGETS,
-  type DomainId,
+  type DomainId as Kvm2Id,
+  formatId,
   type HostConfig,
   type ImageEntry,
   type LibvirtConfig as Kvm2Config,
   type LibvirtDeps as Kvm2Deps,
   LibvirtReason as Kvm2Reason,
   type MachineTypeEntry,
+  parseId,
 } from '@proxy-op/libvirt-provider';
 export {
   classify,

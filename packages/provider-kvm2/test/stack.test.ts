@@ -1,4 +1,4 @@
-// Peer: the real stack: libvirtd (Debian libvirt-daemon, QEMU under TCG) reached through a real sshd (openssh-server) over the production SSH transport, the test guest image (linux-image-amd64, busybox, qemu-guest-agent) served over HTTP, a real Linux guest reading the seed and reporting its address through qemu-guest-agent; virsh on the same daemon as the oracle.
+// Peer: the real stack: libvirtd (Debian libvirt-daemon, QEMU under TCG) reached through a real sshd (openssh-server) over the production SSH transport, the test guest image (linux-image-amd64, busybox, qemu-guest-agent) served over HTTP, a real Linux guest reading the seed and reporting its address through qemu-guest-agent; virsh on the same daemon as the oracle. Last, on the same stack: the proxy-op command (the operator package's bin) with this provider by its type, exporting its spans over OTLP/HTTP (JSON) to the receiver of @proxy-op/testkit in this test.
 import { createProvider, type Provider } from '@proxy-op/contract';
 import {
   type LibvirtStack,
@@ -7,9 +7,10 @@ import {
   TEST_GUEST_PEERS,
 } from '@proxy-op/libvirt-harness';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
-import { describeWithPeers } from '@proxy-op/testkit';
+import { describeWithPeers, proxyOpCommand } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { describeStackLifecycle } from '../../libvirt-provider/test/support/stack-suite.js';
+import { describeStackTrace } from '../../libvirt-provider/test/support/stack-trace.js';
 import { providerModule } from '../src/module.js';
 
 const { afterAll, beforeAll } = vitest;
@@ -45,6 +46,12 @@ describeWithPeers(
     describeStackLifecycle(
       vitest,
       { stack: () => stack, build, logs, spans },
+      { type: 'kvm2', prefix: 'kvm2' },
+    );
+
+    describeStackTrace(
+      vitest,
+      { stack: () => stack, cli: proxyOpCommand(import.meta.url) },
       { type: 'kvm2', prefix: 'kvm2' },
     );
   },

@@ -1,11 +1,10 @@
 // The classify table of the libvirt providers: realistic failures as the
 // engine meets them (libvirt's texts from the seam contract), and their classes.
-import { QuotaExceededError } from '@proxy-op/contract';
+import { BudgetError, QuotaExceededError } from '@proxy-op/contract';
 import { RpcError } from '@proxy-op/libvirt-rpc';
 import { SshDialError } from '@proxy-op/libvirt-rpc/ssh';
 import type { BackendHarness } from '@proxy-op/providertest';
-import { BudgetError, DialError, ImageError } from '../../src/classify.js';
-import { MarkFormatError } from '../../src/flavour.js';
+import { DialError, ImageError, MarkFormatError } from '../../src/errors.js';
 import { Err } from './model-errors.js';
 
 const sshAuth = new SshDialError('auth', 'ssh dial 192.0.2.10:22: authentication refused', {
