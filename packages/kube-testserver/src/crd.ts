@@ -1,8 +1,17 @@
 import { humanDuration } from './duration.js';
 import { type FieldError, fieldInvalid, fieldNotSupported, fieldRequired } from './errors.js';
-import { isObject, type JsonObject, type JsonValue, meta, str, strings } from './json.js';
+import {
+  deepEqual,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+  meta,
+  str,
+  strings,
+} from './json.js';
 import { evalJsonPath, parseJsonPath } from './jsonpath.js';
 import { type Column, NAME_COLUMN, type ResourceType, STANDARD_VERBS } from './resource-type.js';
+import { scaleOf, validateScalePaths, validateScaleSubresource } from './scale.js';
 import {
   applyDefaults,
   asSchema,
@@ -58,6 +67,27 @@ function structuralErrors(s: Schema, path: string, errs: FieldError[], root: boo
   }
 }
 
+/**
+ * The checks of `subresources.scale`. The v1 conversion moves subresources
+ * every version declares alike to the internal spec's top level, so the
+ * real server names them `spec.subresources` then, and
+ * `spec.versions[i].subresources` only when the versions differ.
+ */
+function subresourceErrors(versions: JsonObject[]): FieldError[] {
+  if (versions.length === 0) return [];
+  const first = versions[0]!.subresources;
+  if (versions.every((v) => deepEqual(v.subresources, first))) {
+    const scale = scaleOf(first);
+    return scale === undefined ? [] : validateScaleSubresource(scale, 'spec.subresources');
+  }
+  return versions.flatMap((v, i) => {
+    const scale = scaleOf(v.subresources);
+    return scale === undefined
+      ? []
+      : validateScaleSubresource(scale, `spec.versions[${i}].subresources`);
+  });
+}
+
 function crdValidate(obj: JsonObject, old: JsonObject | undefined): FieldError[] {
   const errs = validateObjectMeta(obj, false, dns1123Subdomain);
   const spec = isObject(obj.spec) ? obj.spec : {};
@@ -106,6 +136,7 @@ function crdValidate(obj: JsonObject, old: JsonObject | undefined): FieldError[]
       );
     structuralErrors(s, `spec.versions[${i}].schema.openAPIV3Schema`, errs, true);
   });
+  errs.push(...subresourceErrors(versions));
   if (old !== undefined) {
     const oldSpec = isObject(old.spec) ? old.spec : {};
     if (oldSpec.scope !== spec.scope)
@@ -232,12 +263,17 @@ export function customResourceTypes(crd: JsonObject): ResourceType[] {
   const kind = str(names, 'kind') ?? '';
   const namespaced = spec.scope !== 'Cluster';
   const out: ResourceType[] = [];
+  const replicasPaths: Record<string, string | null> = {};
+  for (const v of versionsOf(crd))
+    replicasPaths[`${group}/${str(v, 'name') ?? ''}`] =
+      scaleOf(v.subresources)?.specReplicasPath ?? null;
   for (const v of versionsOf(crd)) {
     if (v.served === false) continue;
     const version = str(v, 'name') ?? '';
     const schema = asSchema(isObject(v.schema) ? v.schema.openAPIV3Schema : undefined);
     const subresources = isObject(v.subresources) ? v.subresources : {};
     const status = isObject(subresources.status);
+    const scale = scaleOf(subresources);
     const defs = arr(v.additionalPrinterColumns).filter(isObject);
     const columns: Column[] = [NAME_COLUMN];
     for (const d of defs.length > 0
@@ -258,6 +294,7 @@ export function customResourceTypes(crd: JsonObject): ResourceType[] {
       categories: strings(names, 'categories'),
       verbs: STANDARD_VERBS,
       statusSubresource: status,
+      ...(scale === undefined ? {} : { scale, replicasPaths }),
       custom: true,
       generation: true,
       deleteReturnsObject: false,
@@ -279,7 +316,10 @@ export function customResourceTypes(crd: JsonObject): ResourceType[] {
           (r) => !['apiVersion', 'kind', 'metadata'].includes(r),
         );
         validateSchema(body, rootless, '', errs);
-        return errs.map((e) => (e.field.startsWith('.') ? { ...e, field: e.field.slice(1) } : e));
+        const fixed = errs.map((e) =>
+          e.field.startsWith('.') ? { ...e, field: e.field.slice(1) } : e,
+        );
+        return scale === undefined ? fixed : [...fixed, ...validateScalePaths(obj, scale)];
       },
     } as ResourceType);
   }

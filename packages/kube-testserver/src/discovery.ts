@@ -46,8 +46,16 @@ function sortedGroupVersions(registry: Registry) {
 
 const SUBRESOURCE_VERBS = ['get', 'patch', 'update'];
 
+/** The `responseKind` of every scale subresource. */
+const SCALE_KIND = { group: 'autoscaling', version: 'v1', kind: 'Scale' };
+
 function resourceDiscovery(t: ResourceType): JsonObject {
   const kind = { group: t.group, version: t.version, kind: t.kind };
+  const subresources: JsonValue[] = [];
+  if (t.statusSubresource)
+    subresources.push({ subresource: 'status', responseKind: kind, verbs: SUBRESOURCE_VERBS });
+  if (t.scale !== undefined)
+    subresources.push({ subresource: 'scale', responseKind: SCALE_KIND, verbs: SUBRESOURCE_VERBS });
   return {
     resource: t.resource,
     responseKind: kind,
@@ -56,9 +64,7 @@ function resourceDiscovery(t: ResourceType): JsonObject {
     verbs: [...t.verbs],
     ...(t.shortNames.length > 0 ? { shortNames: [...t.shortNames] } : {}),
     ...(t.categories.length > 0 ? { categories: [...t.categories] } : {}),
-    ...(t.statusSubresource
-      ? { subresources: [{ subresource: 'status', responseKind: kind, verbs: SUBRESOURCE_VERBS }] }
-      : {}),
+    ...(subresources.length > 0 ? { subresources } : {}),
   };
 }
 
@@ -146,6 +152,14 @@ export function apiResourceList(
         singularName: '',
         namespaced: t.namespaced,
         kind: t.kind,
+        verbs: SUBRESOURCE_VERBS,
+      });
+    if (t.scale !== undefined)
+      resources.push({
+        name: `${t.resource}/scale`,
+        singularName: '',
+        namespaced: t.namespaced,
+        ...SCALE_KIND,
         verbs: SUBRESOURCE_VERBS,
       });
   }

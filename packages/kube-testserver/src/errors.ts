@@ -242,7 +242,7 @@ export function invalid(
     details: {
       ...(name === '' ? {} : { name }),
       ...(group === '' ? {} : { group }),
-      kind,
+      ...(kind === '' ? {} : { kind }),
       causes: errors.map((e) => ({ reason: e.reason, message: e.body, field: e.field })),
     },
     code: 422,

@@ -34,8 +34,39 @@ function componentName(t: ResourceType): string {
   return `${group}.${t.version}.${t.kind}`;
 }
 
-function operations(t: ResourceType, ref: JsonObject, sub: string): JsonObject {
-  const gvk = { group: t.group, version: t.version, kind: t.kind };
+const SCALE_NAME = 'io.k8s.api.autoscaling.v1.Scale';
+const SCALE_GVK = { group: 'autoscaling', version: 'v1', kind: 'Scale' };
+
+/** The `autoscaling/v1 Scale` component every scale subresource reads and writes. */
+const SCALE_SCHEMA: JsonObject = {
+  description: 'Scale represents a scaling request for a resource.',
+  type: 'object',
+  properties: {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { allOf: [{ $ref: OBJECT_META_REF }] },
+    spec: {
+      type: 'object',
+      properties: { replicas: { type: 'integer', format: 'int32' } },
+    },
+    status: {
+      type: 'object',
+      required: ['replicas'],
+      properties: {
+        replicas: { type: 'integer', format: 'int32', default: 0 },
+        selector: { type: 'string' },
+      },
+    },
+  },
+  'x-kubernetes-group-version-kind': [SCALE_GVK],
+};
+
+function operations(
+  t: ResourceType,
+  ref: JsonObject,
+  sub: string,
+  gvk: JsonObject = { group: t.group, version: t.version, kind: t.kind },
+): JsonObject {
   const json = { 'application/json': { schema: ref } };
   const ok = { '200': { description: 'OK', content: json } };
   const patchTypes: JsonObject = {
@@ -145,6 +176,15 @@ export function groupVersionDocument(
     paths[base] = collection(t, ref);
     paths[`${base}/{name}`] = operations(t, ref, '');
     if (t.statusSubresource) paths[`${base}/{name}/status`] = operations(t, ref, 'Status');
+    if (t.scale !== undefined) {
+      schemas[SCALE_NAME] = SCALE_SCHEMA;
+      paths[`${base}/{name}/scale`] = operations(
+        t,
+        { $ref: `#/components/schemas/${SCALE_NAME}` },
+        'Scale',
+        SCALE_GVK,
+      );
+    }
   }
   return {
     openapi: '3.0.0',

@@ -1,6 +1,7 @@
 import { age } from './duration.js';
 import type { FieldError } from './errors.js';
 import type { JsonObject, JsonValue } from './json.js';
+import type { ScaleSubresource } from './scale.js';
 import type { Schema } from './schema.js';
 
 /** One column of a `meta.k8s.io/v1 Table`, with the function that fills its cell. */
@@ -41,6 +42,14 @@ export interface ResourceType {
   readonly verbs: readonly string[];
   /** Whether `/status` is served, where only status may change. */
   readonly statusSubresource: boolean;
+  /** The scale subresource of a custom resource version (`/scale`), when its CRD declares one. */
+  readonly scale?: ScaleSubresource;
+  /**
+   * For a custom resource: the replicas path (`.spec.replicas`) of every
+   * version of its CRD by apiVersion (`null` for a version without scale),
+   * which a write to `/scale` takes out of every managedFields entry.
+   */
+  readonly replicasPaths?: Readonly<Record<string, string | null>>;
   /** Served from a CustomResourceDefinition: no strategic merge patch. */
   readonly custom: boolean;
   /** Whether `metadata.generation` is kept (bumped on non-metadata changes). */

@@ -3,16 +3,17 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { INITIAL_NAMESPACES } from './builtins.js';
-import { Engine } from './engine.js';
+import type { ServerContext } from './endpoints/context.js';
+import { handleRequest } from './endpoints/handler.js';
+import type { OpenWatch } from './endpoints/handlers/watch.js';
+import { Engine } from './engine/engine.js';
 import { FaultState, RequestCounters, type RequestFilter } from './faults.js';
-import { handleRequest, type ServerContext } from './handlers.js';
 import type { JsonObject } from './json.js';
 import { type KubeconfigOptions, kubeconfigYaml } from './kubeconfig.js';
 import type { User } from './rbac.js';
 import { Registry } from './registry.js';
 import { Store } from './store.js';
 import { type ServingCertificates, servingCertificates } from './tls.js';
-import type { OpenWatch } from './watch.js';
 
 /** Options of {@link KubeTestServer.start}; every field has a default (see {@link defaults}). */
 export interface KubeTestServerOptions {
@@ -136,7 +137,7 @@ function randomToken(): string {
  */
 /** What {@link KubeTestServer.request} sends besides the method and path. */
 export interface RequestOptions {
-  /** A JSON value (sent as JSON) or a string (sent as is). */
+  /** A JSON value (sent as JSON), or a string or bytes (sent as they are, e.g. a protobuf body). */
   readonly body?: unknown;
   /** Default `application/json` when there is a body. */
   readonly contentType?: string;
@@ -336,7 +337,7 @@ export class KubeTestServer {
     const payload =
       opts.body === undefined
         ? undefined
-        : typeof opts.body === 'string'
+        : typeof opts.body === 'string' || opts.body instanceof Uint8Array
           ? opts.body
           : JSON.stringify(opts.body);
     return new Promise((resolve, reject) => {

@@ -4,7 +4,7 @@ import { Agent, request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { KubeTestServer } from '../src/index.js';
-import { call, eventually, openWatch } from './helpers.js';
+import { call, createCrd, eventually, openWatch } from './helpers.js';
 
 const crd = parse(readFileSync(new URL('fixtures/widgets-crd.yaml', import.meta.url), 'utf8'));
 const W = '/apis/example.com/v1/namespaces/default/widgets';
@@ -14,10 +14,7 @@ let server: KubeTestServer;
 
 beforeAll(async () => {
   server = await KubeTestServer.start({ bookmarkIntervalMs: 50 });
-  const r = await call(server, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
-    body: crd,
-  });
-  expect(r.status).toBe(201);
+  await createCrd(server, crd);
 });
 
 afterAll(async () => {

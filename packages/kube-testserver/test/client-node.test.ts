@@ -16,7 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { KubeTestServer } from '../src/index.js';
-import { call, eventually } from './helpers.js';
+import { createCrd, eventually } from './helpers.js';
 
 const crd = parse(readFileSync(new URL('fixtures/widgets-crd.yaml', import.meta.url), 'utf8'));
 
@@ -29,13 +29,7 @@ beforeAll(async () => {
   kc.loadFromString(server.kubeconfig());
   // Raw JSON: client-node's serializer reads JSONSchemaProps.default from `_default`, so a plain
   // manifest sent through it would lose its defaults.
-  expect(
-    (
-      await call(server, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
-        body: crd,
-      })
-    ).status,
-  ).toBe(201);
+  await createCrd(server, crd);
 });
 
 afterAll(async () => {

@@ -91,3 +91,11 @@ export async function eventually(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** Creates a CustomResourceDefinition from its manifest; throws unless the answer is 201. */
+export async function createCrd(server: KubeTestServer, manifest: unknown): Promise<void> {
+  const r = await call(server, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    body: manifest,
+  });
+  if (r.status !== 201) throw new Error(`creating the CRD answered ${r.status}: ${r.text}`);
+}

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { type Mark, MarkKey, parseMark } from '@proxy-op/contract';
 import { type GcpConfig, NAME_RE, regionOf } from './config.js';
-import type { GcpId } from './ids.js';
+import type { GcpId } from './id.js';
 import { markLabels } from './labels.js';
 import type { FirewallBody, InstanceBody } from './seam.js';
 

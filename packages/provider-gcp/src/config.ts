@@ -1,12 +1,14 @@
 /**
  * The `gcp` provider's config block: its schema (Standard Schema shape),
- * the defaults of every field in one object, and messages naming each
- * field path.
+ * the defaults of every field in one object, messages naming each field
+ * path, and the provider's dependencies besides the contract's.
  *
  * @module
  */
 import { isIPv4 } from 'node:net';
-import type { ConfigIssue, ConfigSchema } from '@proxy-op/contract';
+import type { ConfigIssue, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
+import type { GcpAuth } from './auth.js';
+import type { ComputeSeam } from './seam.js';
 
 /** Per-call time budgets, in milliseconds (contract §4.16). */
 export interface GcpTimeouts {
@@ -68,23 +70,44 @@ export interface GcpConfig {
   readonly logPayloads: boolean;
 }
 
+/** What the `gcp` provider is built with, besides the contract's dependencies. */
+export interface GcpDeps extends ProviderDeps {
+  /**
+   * The credentials: a `GoogleAuth` or an `AuthClient` of
+   * `google-auth-library`. Unset: `gcp.credentialsFile`, else Application
+   * Default Credentials.
+   */
+  readonly auth?: GcpAuth | undefined;
+  /**
+   * The Compute calls to use instead of `@google-cloud/compute` (tests wrap
+   * or fake it). The provider decorates it with its spans and log lines;
+   * the per-call budgets of `timeouts` are the production seam's, so this
+   * one is bounded by the caller's signal only.
+   */
+  readonly seam?: ComputeSeam | undefined;
+}
+
 /** The Ubuntu 24.04 LTS image family: it runs cloud-init, which the proxy software needs. */
 export const UBUNTU_2404 = 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64';
 
-/** Every default, in one place. `project` and `zones` have none. */
-export const GCP_DEFAULTS = {
-  machineTypes: ['e2-micro', 'e2-small', 'e2-medium'],
-  images: { 'ubuntu-2404': UBUNTU_2404 },
+/** Every default, in one place (frozen). `project` and `zones` have none. */
+export const CONFIG_DEFAULTS = Object.freeze({
+  machineTypes: Object.freeze(['e2-micro', 'e2-small', 'e2-medium'] as const),
+  images: Object.freeze({ 'ubuntu-2404': UBUNTU_2404 } as const),
   network: 'default',
   networkTag: 'proxy-op',
   diskSizeGb: 10,
   diskType: 'pd-balanced',
   addressMode: 'external',
-  firewall: { enabled: false, sourceRanges: [], priority: 1000 },
+  firewall: Object.freeze({
+    enabled: false,
+    sourceRanges: Object.freeze([] as const),
+    priority: 1000,
+  }),
   endpoint: 'https://compute.googleapis.com',
-  timeouts: { readMs: 30_000, writeMs: 60_000 },
+  timeouts: Object.freeze({ readMs: 30_000, writeMs: 60_000 }),
   logPayloads: false,
-} as const satisfies Omit<GcpConfig, 'project' | 'zones'>;
+} as const) satisfies Omit<GcpConfig, 'project' | 'zones'>;
 
 /** A project ID, optionally domain-scoped (`example.com:my-project`). */
 export const PROJECT_RE = /^(?:[a-z0-9][-a-z0-9.]{0,61}[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$/;
@@ -220,10 +243,10 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         'machineTypes',
         MACHINE_TYPE_RE,
         'a machine type name (e2-small)',
-        GCP_DEFAULTS.machineTypes,
+        CONFIG_DEFAULTS.machineTypes,
       );
 
-      let images: Record<string, string> = { ...GCP_DEFAULTS.images };
+      let images: Record<string, string> = { ...CONFIG_DEFAULTS.images };
       if (o.images !== undefined) {
         if (o.images === null || typeof o.images !== 'object' || Array.isArray(o.images)) {
           bad(['images'], 'must map image keys to image paths');
@@ -245,10 +268,10 @@ export const configSchema: ConfigSchema<GcpConfig> = {
 
       const name = (key: 'network' | 'networkTag' | 'diskType', full?: RegExp): string => {
         const v = o[key];
-        if (v === undefined) return GCP_DEFAULTS[key];
+        if (v === undefined) return CONFIG_DEFAULTS[key];
         if (typeof v !== 'string' || !(NAME_RE.test(v) || (full?.test(v) ?? false))) {
           bad([key], `${JSON.stringify(v)} is not a Compute resource name`);
-          return GCP_DEFAULTS[key];
+          return CONFIG_DEFAULTS[key];
         }
         return v;
       };
@@ -268,21 +291,21 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         } else subnetwork = o.subnetwork;
       }
 
-      let diskSizeGb: number = GCP_DEFAULTS.diskSizeGb;
+      let diskSizeGb: number = CONFIG_DEFAULTS.diskSizeGb;
       if (o.diskSizeGb !== undefined) {
         if (!Number.isInteger(o.diskSizeGb) || (o.diskSizeGb as number) < 10) {
           bad(['diskSizeGb'], 'must be an integer of at least 10');
         } else diskSizeGb = o.diskSizeGb as number;
       }
 
-      let addressMode: GcpConfig['addressMode'] = GCP_DEFAULTS.addressMode;
+      let addressMode: GcpConfig['addressMode'] = CONFIG_DEFAULTS.addressMode;
       if (o.addressMode !== undefined) {
         if (o.addressMode !== 'external' && o.addressMode !== 'internal') {
           bad(['addressMode'], 'must be "external" or "internal"');
         } else addressMode = o.addressMode;
       }
 
-      let firewall: GcpFirewall = GCP_DEFAULTS.firewall;
+      let firewall: GcpFirewall = CONFIG_DEFAULTS.firewall;
       if (o.firewall !== undefined) {
         const f = o.firewall as Record<string, unknown>;
         if (f === null || typeof f !== 'object' || Array.isArray(f)) {
@@ -293,12 +316,12 @@ export const configSchema: ConfigSchema<GcpConfig> = {
               bad(['firewall', key], 'unknown field; expected enabled, sourceRanges, priority');
             }
           }
-          let enabled: boolean = GCP_DEFAULTS.firewall.enabled;
+          let enabled: boolean = CONFIG_DEFAULTS.firewall.enabled;
           if (f.enabled !== undefined) {
             if (typeof f.enabled !== 'boolean') bad(['firewall', 'enabled'], 'must be a boolean');
             else enabled = f.enabled;
           }
-          let sourceRanges: readonly string[] = GCP_DEFAULTS.firewall.sourceRanges;
+          let sourceRanges: readonly string[] = CONFIG_DEFAULTS.firewall.sourceRanges;
           if (f.sourceRanges !== undefined) {
             if (!Array.isArray(f.sourceRanges)) {
               bad(['firewall', 'sourceRanges'], 'must be a list of IPv4 CIDRs');
@@ -310,7 +333,7 @@ export const configSchema: ConfigSchema<GcpConfig> = {
               sourceRanges = f.sourceRanges as string[];
             }
           }
-          let priority: number = GCP_DEFAULTS.firewall.priority;
+          let priority: number = CONFIG_DEFAULTS.firewall.priority;
           if (f.priority !== undefined) {
             if (
               !Number.isInteger(f.priority) ||
@@ -324,7 +347,7 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         }
       }
 
-      let endpoint: string = GCP_DEFAULTS.endpoint;
+      let endpoint: string = CONFIG_DEFAULTS.endpoint;
       if (o.endpoint !== undefined) {
         const problem = endpointProblem(o.endpoint);
         if (problem !== undefined) bad(['endpoint'], problem);
@@ -338,7 +361,7 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         } else credentialsFile = o.credentialsFile;
       }
 
-      let timeouts: GcpTimeouts = GCP_DEFAULTS.timeouts;
+      let timeouts: GcpTimeouts = CONFIG_DEFAULTS.timeouts;
       if (o.timeouts !== undefined) {
         const t = o.timeouts as Record<string, unknown>;
         if (t === null || typeof t !== 'object' || Array.isArray(t)) {
@@ -346,10 +369,10 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         } else {
           const ms = (key: keyof GcpTimeouts): number => {
             const v = t[key];
-            if (v === undefined) return GCP_DEFAULTS.timeouts[key];
+            if (v === undefined) return CONFIG_DEFAULTS.timeouts[key];
             if (!Number.isInteger(v) || (v as number) < 1) {
               bad(['timeouts', key], 'must be a whole number of milliseconds above zero');
-              return GCP_DEFAULTS.timeouts[key];
+              return CONFIG_DEFAULTS.timeouts[key];
             }
             return v as number;
           };
@@ -362,7 +385,7 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         }
       }
 
-      let logPayloads: boolean = GCP_DEFAULTS.logPayloads;
+      let logPayloads: boolean = CONFIG_DEFAULTS.logPayloads;
       if (o.logPayloads !== undefined) {
         if (typeof o.logPayloads !== 'boolean') bad(['logPayloads'], 'must be a boolean');
         else logPayloads = o.logPayloads;

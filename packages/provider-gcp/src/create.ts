@@ -23,11 +23,11 @@ import {
   USER_DATA_KEY,
 } from './build.js';
 import { type GcpConfig, NAME_RE, regionOf } from './config.js';
-import type { GcpContext } from './context.js';
 import { ComputeApiError, OperationFailedError } from './errors.js';
 import { insertFailure } from './get.js';
-import { formatId, type GcpId } from './ids.js';
+import { formatId, type GcpId } from './id.js';
 import { labelValueProblem, readMark } from './labels.js';
+import type { Runtime } from './runtime.js';
 import type { InstanceView } from './seam.js';
 
 /** The most a metadata value may hold (256 KiB). */
@@ -96,11 +96,11 @@ export function resolvePlacement(
 
 /** Creates or adopts the instance; resolves with its ID once the API accepted it. */
 export async function createInstance(
-  c: GcpContext,
+  rt: Runtime,
   req: CheckedCreateRequest,
   ctx: OperationContext,
 ): Promise<string> {
-  const placement = resolvePlacement(c.config, req, ctx);
+  const placement = resolvePlacement(rt.config, req, ctx);
   if (!NAME_RE.test(req.name)) {
     throw ctx.permanent(
       `name "${req.name}" is not a Compute Engine instance name (it must start with a lowercase letter)`,
@@ -109,10 +109,10 @@ export async function createInstance(
   const uidProblem = labelValueProblem(req.uid);
   if (uidProblem !== undefined) throw ctx.permanent(`uid ${uidProblem}`);
   const userData = userDataOf(req, ctx);
-  const sources = firewallSources(c.config, req, ctx);
+  const sources = firewallSources(rt.config, req, ctx);
   const id: GcpId = { zone: placement.zone, name: req.name };
   const owner = { uid: req.uid, installation: req.installation };
-  c.log.trace(
+  rt.log.trace(
     {
       name: req.name,
       zone: placement.zone,
@@ -124,11 +124,11 @@ export async function createInstance(
     'gcp create resolved',
   );
 
-  const existing = await c.seam.getInstance(id.zone, id.name, ctx.signal);
+  const existing = await rt.seam.getInstance(id.zone, id.name, ctx.signal);
   if (existing !== undefined) {
     adopt(existing, req, ctx);
   } else {
-    const body = buildInsertBody(c.config, {
+    const body = buildInsertBody(rt.config, {
       id,
       ...owner,
       machineType: placement.machineType,
@@ -137,19 +137,19 @@ export async function createInstance(
       firewallTag: sources === undefined ? undefined : firewallName(id),
     });
     try {
-      const op = await c.seam.insertInstance(id.zone, body, ctx.signal);
+      const op = await rt.seam.insertInstance(id.zone, body, ctx.signal);
       if (op.status === 'DONE' && op.errors.length > 0) throw insertFailure(id, op, ctx);
-      c.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp insert accepted');
+      rt.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp insert accepted');
     } catch (err) {
-      if (!(err instanceof ComputeApiError && err.httpStatus === 409)) throw err;
+      if (!(ComputeApiError.isInstance(err) && err.httpStatus === 409)) throw err;
       // Another Create (or a cancelled one the API still carried out) made it first.
-      const raced = await c.seam.getInstance(id.zone, id.name, ctx.signal);
+      const raced = await rt.seam.getInstance(id.zone, id.name, ctx.signal);
       if (raced === undefined)
         throw ctx.transient(`instance ${id.name} exists and vanished; try again`);
       adopt(raced, req, ctx);
     }
   }
-  if (sources !== undefined) await ensureFirewall(c, id, owner, req.port, sources, ctx);
+  if (sources !== undefined) await ensureFirewall(rt, id, owner, req.port, sources, ctx);
   return formatId(id);
 }
 
@@ -214,24 +214,24 @@ function firewallSources(
  * or another port.
  */
 async function ensureFirewall(
-  c: GcpContext,
+  rt: Runtime,
   id: GcpId,
   owner: { uid: string; installation: string },
   port: number,
   sources: readonly string[],
   ctx: OperationContext,
 ): Promise<void> {
-  const body = buildFirewallBody(c.config, id, owner, port, sources);
+  const body = buildFirewallBody(rt.config, id, owner, port, sources);
   try {
-    const op = await c.seam.insertFirewall(body, ctx.signal);
+    const op = await rt.seam.insertFirewall(body, ctx.signal);
     if (op.status === 'DONE' && op.errors.length > 0) {
       throw new OperationFailedError(`the insert of firewall rule ${body.name}`, op);
     }
     return;
   } catch (err) {
-    if (!(err instanceof ComputeApiError && err.httpStatus === 409)) throw err;
+    if (!(ComputeApiError.isInstance(err) && err.httpStatus === 409)) throw err;
   }
-  const rule = await c.seam.getFirewall(body.name, ctx.signal);
+  const rule = await rt.seam.getFirewall(body.name, ctx.signal);
   if (rule === undefined)
     throw ctx.transient(`firewall rule ${body.name} exists and vanished; try again`);
   const problem = adoptionProblem(firewallMark(rule.description), owner);
@@ -244,7 +244,7 @@ async function ensureFirewall(
     rule.targetTags.includes(body.name) &&
     rule.ports.includes(String(port));
   if (!same) {
-    await c.seam.deleteFirewall(body.name, ctx.signal);
+    await rt.seam.deleteFirewall(body.name, ctx.signal);
     throw ctx.transient(
       `firewall rule ${body.name} of instance ${id.name} has other sources or another port; it is being replaced, try again`,
     );

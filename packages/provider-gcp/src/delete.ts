@@ -10,47 +10,47 @@
  */
 import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
 import { firewallMark, firewallName } from './build.js';
-import type { GcpContext } from './context.js';
 import { ComputeApiError, OperationFailedError } from './errors.js';
-import { type GcpId, instanceLink } from './ids.js';
+import { type GcpId, instanceLink } from './id.js';
 import { readMark } from './labels.js';
+import type { Runtime } from './runtime.js';
 import type { InstanceView } from './seam.js';
 
 /** Deletes the instance and its rule, leaving alone what is not the caller's. */
-export async function deleteInstance(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
-  const inst = await c.seam.getInstance(id.zone, id.name, ctx.signal);
+export async function deleteInstance(rt: Runtime, id: GcpId, ctx: DeleteContext): Promise<void> {
+  const inst = await rt.seam.getInstance(id.zone, id.name, ctx.signal);
   if (inst === undefined) {
-    await forgetFailedInserts(c, id, ctx);
+    await forgetFailedInserts(rt, id, ctx);
   } else {
     const problem = deletionProblem(readMark(inst.labels, inst.creationTimestamp), ctx.owner);
     if (problem !== undefined) {
-      c.log.debug(
+      rt.log.debug(
         { name: id.name, zone: id.zone, problem },
         'gcp instance not the caller’s; left alone',
       );
       return;
     }
-    await submitDelete(c, { ...inst, zone: inst.zone === '' ? id.zone : inst.zone }, ctx);
+    await submitDelete(rt, { ...inst, zone: inst.zone === '' ? id.zone : inst.zone }, ctx);
   }
-  if (c.config.firewall.enabled) await deleteRule(c, id, ctx);
+  if (rt.config.firewall.enabled) await deleteRule(rt, id, ctx);
 }
 
-async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContext): Promise<void> {
+async function submitDelete(rt: Runtime, inst: InstanceView, ctx: DeleteContext): Promise<void> {
   const id: GcpId = { zone: inst.zone, name: inst.name };
   try {
-    const op = await c.seam.deleteInstance(id.zone, id.name, ctx.signal);
+    const op = await rt.seam.deleteInstance(id.zone, id.name, ctx.signal);
     if (op === undefined) return;
     if (op.status === 'DONE' && op.errors.length > 0) {
       throw new OperationFailedError(`the delete of instance ${id.name}`, op);
     }
-    c.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp delete accepted');
+    rt.log.debug({ name: id.name, zone: id.zone, operation: op.name }, 'gcp delete accepted');
   } catch (err) {
-    if (!(err instanceof ComputeApiError && err.reasons.includes('resourceNotReady'))) throw err;
+    if (!(ComputeApiError.isInstance(err) && err.reasons.includes('resourceNotReady'))) throw err;
     // The instance is busy: fine when that is its own deletion (running, or finished by now),
     // Transient otherwise.
-    const ops = await c.seam.listInstanceOperations(
+    const ops = await rt.seam.listInstanceOperations(
       id.zone,
-      instanceLink(c.config.project, id),
+      instanceLink(rt.config.project, id),
       ctx.signal,
     );
     const born = Date.parse(inst.creationTimestamp ?? '');
@@ -63,7 +63,7 @@ async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContex
     if (deleting === undefined) {
       throw ctx.transient(`instance ${id.name} is busy with another operation; try again`, err);
     }
-    c.log.debug({ name: id.name, operation: deleting.name }, 'gcp delete already in progress');
+    rt.log.debug({ name: id.name, operation: deleting.name }, 'gcp delete already in progress');
   }
 }
 
@@ -73,10 +73,10 @@ async function submitDelete(c: GcpContext, inst: InstanceView, ctx: DeleteContex
  * instance behind once the insert finishes); failed inserts are deleted, so
  * Get is NotFound.
  */
-async function forgetFailedInserts(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
-  const ops = await c.seam.listInstanceOperations(
+async function forgetFailedInserts(rt: Runtime, id: GcpId, ctx: DeleteContext): Promise<void> {
+  const ops = await rt.seam.listInstanceOperations(
     id.zone,
-    instanceLink(c.config.project, id),
+    instanceLink(rt.config.project, id),
     ctx.signal,
   );
   const inserts = ops.filter((op) => op.operationType === 'insert');
@@ -87,19 +87,19 @@ async function forgetFailedInserts(c: GcpContext, id: GcpId, ctx: DeleteContext)
     );
   }
   for (const op of inserts) {
-    if (op.errors.length > 0) await c.seam.deleteOperation(id.zone, op.name, ctx.signal);
+    if (op.errors.length > 0) await rt.seam.deleteOperation(id.zone, op.name, ctx.signal);
   }
 }
 
 /** Deletes the instance's firewall rule when its mark says it is the caller's. */
-async function deleteRule(c: GcpContext, id: GcpId, ctx: DeleteContext): Promise<void> {
+async function deleteRule(rt: Runtime, id: GcpId, ctx: DeleteContext): Promise<void> {
   const name = firewallName(id);
-  const rule = await c.seam.getFirewall(name, ctx.signal);
+  const rule = await rt.seam.getFirewall(name, ctx.signal);
   if (rule === undefined) return;
   const problem = deletionProblem(firewallMark(rule.description), ctx.owner);
   if (problem !== undefined) {
-    c.log.debug({ firewall: name, problem }, 'gcp firewall rule not the caller’s; left alone');
+    rt.log.debug({ firewall: name, problem }, 'gcp firewall rule not the caller’s; left alone');
     return;
   }
-  await c.seam.deleteFirewall(name, ctx.signal);
+  await rt.seam.deleteFirewall(name, ctx.signal);
 }

@@ -1,10 +1,13 @@
 /**
- * The `gcp` provider's errors and its classify table: Compute Engine
- * answers to the contract's error classes.
+ * The `gcp` provider's backend errors: what the adapter throws for a failed
+ * Compute Engine call, a failed operation or unusable credentials. Each is
+ * branded (`isInstance` works across two installed copies of the package),
+ * has a stable `code`, and is the `cause` of the ProviderError a user sees.
+ * Also the safe facts of a failure for a log line.
  *
  * @module
  */
-import { type ErrorClass, type Operation, ProviderError } from '@proxy-op/contract';
+import { BackendError } from '@proxy-op/contract';
 import type { OperationView } from './seam.js';
 
 /** What the API answered to a failed call: HTTP status, gRPC code, `errors[].reason`. */
@@ -26,10 +29,21 @@ export interface ComputeApiErrorOptions {
  * error and keeps nothing else: the client's own error holds the request
  * (with the user-data) and headers, so it is not kept as the cause.
  */
-export class ComputeApiError extends Error {
+export class ComputeApiError extends BackendError {
+  /** `@proxy-op/provider-gcp.ComputeApiError`: the key of the class's brand. */
+  static override readonly brand: string = '@proxy-op/provider-gcp.ComputeApiError';
+  /** Always `GCP_COMPUTE_API`. */
+  readonly code = 'GCP_COMPUTE_API';
+  /** The HTTP status of the answer, when there was one. */
   readonly httpStatus: number | undefined;
+  /** The gRPC status code, when the client gave one. */
   readonly grpcCode: number | undefined;
+  /**
+   * The `reason` of each entry of the body's `errors` list (`notFound`, `quotaExceeded`, ...);
+   * empty when none.
+   */
   readonly reasons: readonly string[];
+  /** The body's `status` (`PERMISSION_DENIED`, ...), when it has one. */
   readonly status: string | undefined;
   constructor(o: ComputeApiErrorOptions) {
     super(o.message);
@@ -38,107 +52,46 @@ export class ComputeApiError extends Error {
     this.reasons = o.reasons ?? [];
     this.status = o.status;
   }
-  override get name(): string {
-    return 'ComputeApiError';
-  }
 }
 
 /** An operation the API accepted that ended with errors (a quota, a missing image). */
-export class OperationFailedError extends Error {
+export class OperationFailedError extends BackendError {
+  /** `@proxy-op/provider-gcp.OperationFailedError`: the key of the class's brand. */
+  static override readonly brand: string = '@proxy-op/provider-gcp.OperationFailedError';
+  /** Always `GCP_OPERATION_FAILED`. */
+  readonly code = 'GCP_OPERATION_FAILED';
+  /** The operation's name. */
   readonly operation: string;
-  /** The first error's type (`QUOTA_EXCEEDED`). */
-  readonly code: string;
+  /** The first error's type, as the API writes it (`QUOTA_EXCEEDED`). */
+  readonly apiCode: string;
+  /** The operation's HTTP error status (403 for quota), when it has one. */
   readonly httpStatus: number | undefined;
   constructor(what: string, op: OperationView) {
-    const first = op.errors[0];
     const text = op.errors.map((e) => `${e.code}: ${e.message}`).join('; ');
     super(`${what} failed (operation ${op.name}): ${text}`);
     this.operation = op.name;
-    this.code = first?.code ?? 'UNKNOWN';
+    this.apiCode = op.errors[0]?.code ?? 'UNKNOWN';
     this.httpStatus = op.httpErrorStatusCode;
-  }
-  override get name(): string {
-    return 'OperationFailedError';
   }
 }
 
 /** The credentials could not be read: no Application Default Credentials, a bad key file. */
-export class CredentialsError extends Error {
+export class CredentialsError extends BackendError {
+  /** `@proxy-op/provider-gcp.CredentialsError`: the key of the class's brand. */
+  static override readonly brand: string = '@proxy-op/provider-gcp.CredentialsError';
+  /** Always `GCP_CREDENTIALS`. */
+  readonly code = 'GCP_CREDENTIALS';
   /** `missing` (none found: Transient, the Secret may be mounted later) or `invalid` (Permanent). */
   readonly kind: 'missing' | 'invalid';
   constructor(kind: 'missing' | 'invalid', message: string) {
     super(message);
     this.kind = kind;
   }
-  override get name(): string {
-    return 'CredentialsError';
-  }
-}
-
-const QUOTA_REASONS = new Set(['quotaExceeded', 'rateLimitExceeded']);
-const QUOTA_OPERATION_CODES = new Set([
-  'QUOTA_EXCEEDED',
-  'ZONE_RESOURCE_POOL_EXHAUSTED',
-  'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS',
-  'RESOURCE_POOL_EXHAUSTED',
-]);
-const TRANSIENT_OPERATION_CODES = new Set([
-  'RESOURCE_NOT_READY',
-  'RESOURCE_OPERATION_RATE_EXCEEDED',
-  'INTERNAL_ERROR',
-  'UNAVAILABLE',
-  'TIMEOUT',
-]);
-
-/**
- * The class of an operation that failed after the API accepted it: quota
- * and zone capacity are QuotaExceeded; an error the API calls temporary is
- * Transient; any other error with a 4xx status (a missing image, an
- * invalid field) is Permanent; the rest Transient.
- */
-export function operationErrorClass(code: string, httpStatus: number | undefined): ErrorClass {
-  if (QUOTA_OPERATION_CODES.has(code)) return 'QuotaExceeded';
-  if (TRANSIENT_OPERATION_CODES.has(code)) return 'Transient';
-  if (httpStatus === 429) return 'QuotaExceeded';
-  if (httpStatus !== undefined && httpStatus >= 400 && httpStatus < 500 && httpStatus !== 409) {
-    return 'Permanent';
-  }
-  return 'Transient';
-}
-
-/**
- * The `gcp` provider's classify table: 404 is NotFound; 429, and 403 with
- * the reason `quotaExceeded` or `rateLimitExceeded`, are QuotaExceeded;
- * 400, 401 and every other 403 are Permanent; a failed operation by its
- * error type ({@link operationErrorClass}); credentials that are missing
- * are Transient and unreadable ones Permanent; everything else (5xx, 409,
- * timeouts, connection failures) is Transient.
- */
-export function classify(_op: Operation, err: unknown): ErrorClass {
-  if (ProviderError.isInstance(err)) return err.errorClass;
-  if (err instanceof OperationFailedError) return operationErrorClass(err.code, err.httpStatus);
-  if (err instanceof CredentialsError) return err.kind === 'invalid' ? 'Permanent' : 'Transient';
-  if (err instanceof ComputeApiError) {
-    switch (err.httpStatus) {
-      case 404:
-        return 'NotFound';
-      case 429:
-        return 'QuotaExceeded';
-      case 403:
-        return err.reasons.some((r) => QUOTA_REASONS.has(r)) ? 'QuotaExceeded' : 'Permanent';
-      case 400:
-      case 401:
-        return 'Permanent';
-      default:
-        return 'Transient';
-    }
-  }
-  return 'Transient';
 }
 
 /** Safe facts about a failed call for its log line: status, code, reasons, never the message. */
 export function errorFields(err: unknown): Record<string, string | number> {
-  if (err instanceof ComputeApiError) {
+  if (ComputeApiError.isInstance(err)) {
     const out: Record<string, string | number> = { error: err.name };
     if (err.httpStatus !== undefined) out.httpStatus = err.httpStatus;
     if (err.grpcCode !== undefined) out.grpcCode = err.grpcCode;
@@ -146,8 +99,8 @@ export function errorFields(err: unknown): Record<string, string | number> {
     if (err.status !== undefined) out.status = err.status;
     return out;
   }
-  if (err instanceof OperationFailedError) {
-    return { error: err.name, operation: err.operation, code: err.code };
+  if (OperationFailedError.isInstance(err)) {
+    return { error: err.name, operation: err.operation, code: err.apiCode };
   }
   if (err instanceof Error) return { error: err.name };
   return { error: typeof err };

@@ -8,27 +8,27 @@
  * @module
  */
 import type { Instance, OperationContext, ProviderError } from '@proxy-op/contract';
-import type { GcpContext } from './context.js';
-import { operationErrorClass } from './errors.js';
-import { formatId, type GcpId, instanceLink } from './ids.js';
+import { operationErrorClass } from './classify.js';
+import { formatId, type GcpId, instanceLink } from './id.js';
 import { readMark } from './labels.js';
+import type { Runtime } from './runtime.js';
 import type { OperationView } from './seam.js';
 import { addressOf, mapState } from './state.js';
 
 /** Reads the instance back from the API. */
 export async function getInstance(
-  c: GcpContext,
+  rt: Runtime,
   id: GcpId,
   ctx: OperationContext,
 ): Promise<Instance> {
-  const inst = await c.seam.getInstance(id.zone, id.name, ctx.signal);
-  if (inst === undefined) throw await whyMissing(c, id, ctx);
+  const inst = await rt.seam.getInstance(id.zone, id.name, ctx.signal);
+  if (inst === undefined) throw await whyMissing(rt, id, ctx);
   const mark = readMark(inst.labels, inst.creationTimestamp);
   if (mark === undefined) throw ctx.notFound(`instance ${id.name} is not managed by proxy-op`);
-  const address = addressOf(inst, c.config.addressMode);
+  const address = addressOf(inst, rt.config.addressMode);
   const state = mapState(inst.status, address);
   const ip = state === 'Running' ? address : undefined;
-  c.log.trace({ name: id.name, status: inst.status, state, ip }, 'gcp instance read');
+  rt.log.trace({ name: id.name, status: inst.status, state, ip }, 'gcp instance read');
   return {
     id: formatId(id),
     uid: mark.uid,
@@ -44,10 +44,10 @@ export async function getInstance(
  * insert runs, the failed insert's own error (class and message) when it
  * failed, NotFound otherwise.
  */
-async function whyMissing(c: GcpContext, id: GcpId, ctx: OperationContext): Promise<ProviderError> {
-  const ops = await c.seam.listInstanceOperations(
+async function whyMissing(rt: Runtime, id: GcpId, ctx: OperationContext): Promise<ProviderError> {
+  const ops = await rt.seam.listInstanceOperations(
     id.zone,
-    instanceLink(c.config.project, id),
+    instanceLink(rt.config.project, id),
     ctx.signal,
   );
   const insert = ops.find((op) => op.operationType === 'insert');

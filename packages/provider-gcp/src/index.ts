@@ -1,50 +1,18 @@
 /**
  * `@proxy-op/provider-gcp`: the proxy-op provider for Google Compute
- * Engine, over `@google-cloud/compute`.
+ * Engine, over `@google-cloud/compute`. The shared face of every provider
+ * package, plus this provider's own API (README, API): the credentials
+ * type and scope, and the backend errors found as a ProviderError's cause.
  *
  * @module
  */
-export { COMPUTE_SCOPE, type GcpAuth } from './adapter.js';
-export {
-  buildFirewallBody,
-  buildInsertBody,
-  firewallMark,
-  firewallName,
-  USER_DATA_KEY,
-} from './build.js';
+export { COMPUTE_SCOPE, type GcpAuth } from './auth.js';
 export { GcpReason } from './check.js';
-export {
-  configSchema,
-  GCP_DEFAULTS,
-  type GcpConfig,
-  type GcpFirewall,
-  type GcpTimeouts,
-  regionOf,
-  UBUNTU_2404,
-} from './config.js';
-export { MAX_USER_DATA_BYTES } from './create.js';
-export {
-  ComputeApiError,
-  CredentialsError,
-  classify,
-  OperationFailedError,
-  operationErrorClass,
-} from './errors.js';
-export { formatId, type GcpId, gcpId, parseId } from './ids.js';
-export { labelValueProblem, MANAGED_FILTER, markLabels } from './labels.js';
+export { classify } from './classify.js';
+export { CONFIG_DEFAULTS, configSchema, type GcpConfig, type GcpDeps } from './config.js';
+export { ComputeApiError, CredentialsError, OperationFailedError } from './errors.js';
+export { formatId, type GcpId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
-export type { GcpProviderDeps } from './provider.js';
-export type {
-  ComputeSeam,
-  FirewallBody,
-  FirewallView,
-  InstanceBody,
-  InstanceView,
-  ListedInstances,
-  OperationErrorItem,
-  OperationView,
-} from './seam.js';
-export { addressOf, mapState } from './state.js';
 
 import { providerModule } from './module.js';
 

@@ -7,19 +7,22 @@
  * @module
  */
 import { type Instance, markedInstances, type OperationContext } from '@proxy-op/contract';
-import type { GcpContext } from './context.js';
-import { formatId } from './ids.js';
+import { formatId } from './id.js';
 import { MANAGED_FILTER, readMark } from './labels.js';
+import type { Runtime } from './runtime.js';
 
 /** Every instance of the project marked for `installation`. */
 export async function listInstances(
-  c: GcpContext,
+  rt: Runtime,
   installation: string,
   ctx: OperationContext,
 ): Promise<Instance[]> {
-  const { instances, unreachable } = await c.seam.listInstances(MANAGED_FILTER, ctx.signal);
+  const { instances, unreachable } = await rt.seam.listInstances(MANAGED_FILTER, ctx.signal);
   if (unreachable.length > 0) {
-    c.log.debug({ zones: unreachable.join(',') }, 'gcp zones unreachable; left out of the listing');
+    rt.log.debug(
+      { zones: unreachable.join(',') },
+      'gcp zones unreachable; left out of the listing',
+    );
   }
   return markedInstances(
     installation,

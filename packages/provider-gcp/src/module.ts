@@ -1,17 +1,17 @@
 /**
  * The `gcp` provider as a provider module: type, config schema, profile,
- * classify.
+ * classify. Both the profile and the module are frozen.
  *
  * @module
  */
 import type { Profile, ProviderModule } from '@proxy-op/contract';
-import { configSchema, type GcpConfig } from './config.js';
-import { classify } from './errors.js';
-import type { GcpId } from './ids.js';
-import { GcpImplementation, type GcpProviderDeps } from './provider.js';
+import { classify } from './classify.js';
+import { configSchema, type GcpConfig, type GcpDeps } from './config.js';
+import type { GcpId } from './id.js';
+import { createImplementation } from './implementation.js';
 
 /** The `gcp` provider's choices on the contract's axes (§4). */
-export const profile: Profile = {
+export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'submit',
   deleteReturn: 'returns-early',
@@ -23,7 +23,7 @@ export const profile: Profile = {
   notFound: 'status-404',
   primaryKey: 'name-is-key',
   provisioningState: 'native',
-  asyncOps: ['task-handle'],
+  asyncOps: Object.freeze(['task-handle'] as const),
   secondaryResources: 'explicit',
   credentials: 'environment',
   clientKind: 'vendor-sdk',
@@ -31,13 +31,15 @@ export const profile: Profile = {
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'integration-env',
-};
+});
 
-/** The `gcp` provider module (type `gcp`). */
-export const providerModule: ProviderModule<GcpConfig, GcpProviderDeps, GcpId> = {
+/** The `gcp` provider module (type `gcp`). Build a provider with `createProvider(providerModule, name, config, deps)`. */
+export const providerModule: ProviderModule<GcpConfig, GcpDeps, GcpId> = Object.freeze<
+  ProviderModule<GcpConfig, GcpDeps, GcpId>
+>({
   type: 'gcp',
   configSchema,
   profile,
   classify,
-  create: (name, config, deps) => new GcpImplementation(name, config, deps),
-};
+  create: createImplementation,
+});

@@ -1,11 +1,18 @@
 /**
  * The seam of the `gcp` provider: one signal-taking method per Compute
- * Engine API call it makes, over the few fields it reads. The production
- * adapter (`adapter.ts`) implements it with `@google-cloud/compute`; tests
- * may wrap it.
+ * Engine API call it makes, over the few fields it reads, and where it is
+ * decorated: the contract's `observeSeam` (a child span and a debug line
+ * per call and, for the production seam, the per-call budget of
+ * `timeouts`) and the wire log. The production adapter (`adapter.ts`)
+ * implements it with `@google-cloud/compute`; tests may wrap it.
  *
  * @module
  */
+import { type Logger, observeSeam, type Telemetry } from '@proxy-op/contract';
+import { USER_DATA_KEY } from './build.js';
+import type { GcpConfig, GcpTimeouts } from './config.js';
+import { errorFields } from './errors.js';
+import { lastSegment } from './id.js';
 
 /** An instance, as far as the provider reads it. */
 export interface InstanceView {
@@ -138,6 +145,9 @@ export interface ComputeSeam {
   deleteFirewall(name: string, signal?: AbortSignal): Promise<OperationView | undefined>;
 }
 
+/** The name of one of the seam's calls. */
+export type SeamCall = (typeof SEAM_CALLS)[number];
+
 /** The names of the seam's calls, in a fixed order (logs, budgets, tests). */
 export const SEAM_CALLS = [
   'getInstance',
@@ -151,3 +161,124 @@ export const SEAM_CALLS = [
   'insertFirewall',
   'deleteFirewall',
 ] as const satisfies readonly (keyof ComputeSeam)[];
+
+/** The calls that write: their budget is `timeouts.writeMs`; every other call reads. */
+const WRITES: ReadonlySet<string> = new Set<SeamCall>([
+  'insertInstance',
+  'deleteInstance',
+  'insertFirewall',
+  'deleteFirewall',
+]);
+
+/**
+ * The budget of one call in ms: `timeouts.writeMs` for an insert or a
+ * delete of an instance or a rule (until the API accepted it),
+ * `timeouts.readMs` for every other call.
+ */
+export function callBudget(timeouts: GcpTimeouts, method: string): number {
+  return WRITES.has(method) ? timeouts.writeMs : timeouts.readMs;
+}
+
+/** Safe identifiers of a seam call, for its span and log line. */
+export function seamFields(method: string, args: readonly unknown[]): Record<string, string> {
+  const [a, b] = args;
+  const name = (x: unknown) =>
+    typeof x === 'object' && x !== null && typeof (x as { name?: unknown }).name === 'string'
+      ? (x as { name: string }).name
+      : undefined;
+  switch (method) {
+    case 'getInstance':
+    case 'deleteInstance':
+      return { zone: String(a), name: String(b) };
+    case 'insertInstance':
+      return { zone: String(a), name: name(b) ?? '' };
+    case 'listInstanceOperations':
+      return { zone: String(a), name: lastSegment(String(b)) };
+    case 'deleteOperation':
+      return { zone: String(a), operation: String(b) };
+    case 'getFirewall':
+    case 'deleteFirewall':
+      return { firewall: String(a) };
+    case 'insertFirewall':
+      return { firewall: name(a) ?? '' };
+    default:
+      return {};
+  }
+}
+
+/**
+ * The wire log: one trace line per call with its identifiers and, when
+ * `logPayloads` is set, its request body, the user-data always elided.
+ */
+export function wireLogged(seam: ComputeSeam, log: Logger, logPayloads: boolean): ComputeSeam {
+  return new Proxy(seam, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      return (...args: unknown[]) => {
+        const fields: Record<string, unknown> = { call: prop, ...seamFields(prop, args) };
+        const body = args.find(
+          (x) => typeof x === 'object' && x !== null && !(x instanceof AbortSignal),
+        );
+        if (logPayloads && body !== undefined) fields.body = elideUserData(body);
+        log.trace(fields, 'gcp request');
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** A copy of a request body with every user-data metadata value replaced by its size. */
+export function elideUserData(body: unknown): unknown {
+  const items = (body as { metadata?: { items?: unknown } }).metadata?.items;
+  if (!Array.isArray(items)) return body;
+  return {
+    ...(body as object),
+    metadata: {
+      items: items.map((i: { key?: unknown; value?: unknown }) =>
+        i?.key === USER_DATA_KEY && typeof i.value === 'string'
+          ? { key: i.key, value: `<${Buffer.byteLength(i.value)} bytes elided>` }
+          : i,
+      ),
+    },
+  };
+}
+
+/** What {@link decorateSeam} takes besides the seam. */
+export interface DecorateOptions extends Pick<Telemetry, 'tracer' | 'logger'> {
+  /** The configured provider name. */
+  readonly provider: string;
+  /** The config: the budgets (`timeouts`) and `logPayloads`. */
+  readonly config: GcpConfig;
+  /** The provider's own logger, for the wire log. */
+  readonly log: Logger;
+  /**
+   * Whether each call gets its budget from `config.timeouts`
+   * ({@link callBudget}): true for the production seam; a seam from the deps
+   * is bounded by the caller's signal only.
+   */
+  readonly budgeted: boolean;
+}
+
+/**
+ * The seam the operations use: `seam` under `observeSeam` (a `gcp.<call>`
+ * child span and a `gcp call` debug line per call, with its
+ * {@link seamFields} and, on failure, its `errorFields`; with `budgeted`,
+ * the per-call budget: the call gets the caller's signal joined with its
+ * budget and, past it, rejects with the contract's `BudgetError`), and the
+ * wire log over it. The wire log goes outside: the budget finds a
+ * method's signal by the method's declared parameters, which a
+ * rest-parameter wrapper below it would hide.
+ */
+export function decorateSeam(seam: ComputeSeam, o: DecorateOptions): ComputeSeam {
+  const observed = observeSeam(seam, {
+    prefix: 'gcp',
+    provider: o.provider,
+    tracer: o.tracer,
+    logger: o.logger,
+    fields: seamFields,
+    errorFields,
+    budget: o.budgeted ? (method) => callBudget(o.config.timeouts, method) : undefined,
+  });
+  return wireLogged(observed, o.log, o.config.logPayloads);
+}

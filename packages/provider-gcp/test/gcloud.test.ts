@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { isNotFound, type Provider } from '@proxy-op/contract';
 import { describeWithPeers, runProcess } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { firewallName } from '../src/index.js';
+import { firewallName } from '../src/build.js';
 import { type ComputeDouble, quotaFailure } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture } from './support/fixture.js';
 import { WARM_MS, warmSdk } from './support/sdk.js';

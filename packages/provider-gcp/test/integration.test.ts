@@ -5,7 +5,8 @@ import { createProvider, errorClassOf, isNotFound, type Provider } from '@proxy-
 import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
 import { consoleLogger, durationFromEnv, teeLogger } from '@proxy-op/testkit';
 import { describe, expect, it } from 'vitest';
-import { firewallName, parseId, providerModule } from '../src/index.js';
+import { firewallName } from '../src/build.js';
+import { parseId, providerModule } from '../src/index.js';
 
 const env = process.env;
 const REQUIRED = ['GCP_TEST_PROJECT', 'GCP_TEST_ZONE'] as const;

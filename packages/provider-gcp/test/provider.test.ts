@@ -1,10 +1,10 @@
 // Peer: the real @google-cloud/compute client over REST against the Compute API double
 // (test/support/compute-double.ts): the provider's behaviour beyond the conformance list, and
 // the API calls each operation makes, counted over the wire.
-import { type CreateRequest, errorClassOf, isNotFound } from '@proxy-op/contract';
+import { BudgetError, type CreateRequest, errorClassOf, isNotFound } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { firewallName } from '../src/index.js';
+import { firewallName } from '../src/build.js';
 import { quotaFailure, stockoutFailure } from './support/compute-double.js';
 import { createGcpFixture, type GcpFixture, tokenClient } from './support/fixture.js';
 import { WARM_MS, warmSdk } from './support/sdk.js';
@@ -571,6 +571,40 @@ describe('close', () => {
   });
 });
 
+describe('budgets', () => {
+  it('a call past its budget, or cancelled, is aborted: the BudgetError is the cause, the request is hung up', async () => {
+    const fx = await createGcpFixture(
+      {},
+      { config: { firewall: { enabled: false }, timeouts: { readMs: 3000, writeMs: 3000 } } },
+    );
+    try {
+      // Builds the clients of Get (instances, zone operations) before the budget counts.
+      await fx.provider.get(`zones/${zone}/instances/x3`).catch(() => {});
+      const gate = fx.double.blockCalls(0);
+      try {
+        const err = await fx.provider.get(`zones/${zone}/instances/x3`).catch((e) => e);
+        expect(errorClassOf(err)).toBe('Transient');
+        expect(err.cause).toBeInstanceOf(BudgetError);
+        expect(err.cause).toMatchObject({ call: 'getInstance', budgetMs: 3000 });
+        await vi.waitFor(() => expect(fx.double.hungUp).toBe(1), { timeout: 5_000 });
+        // The caller's signal, joined with the budget, reaches the request too: hung up well
+        // before the budget.
+        const t0 = performance.now();
+        const cancelled = await fx.provider
+          .get(`zones/${zone}/instances/x3`, { signal: AbortSignal.timeout(100) })
+          .catch((e) => e);
+        expect(errorClassOf(cancelled)).toBe('Transient');
+        await vi.waitFor(() => expect(fx.double.hungUp).toBe(2), { timeout: 5_000 });
+        expect(performance.now() - t0).toBeLessThan(2500);
+      } finally {
+        gate.release();
+      }
+    } finally {
+      await fx.cleanup?.();
+    }
+  });
+});
+
 describe('credentials', () => {
   it('a token the API refuses is Permanent, and Check says Unauthorized', async () => {
     const fx = await createGcpFixture({}, { config: { firewall: { enabled: false } } });
@@ -601,7 +635,9 @@ describe('credentials', () => {
       expect(performance.now() - t0).toBeLessThan(2000);
       const late = await fx.provider.get(`zones/${zone}/instances/x2`).catch((e) => e);
       expect(errorClassOf(late)).toBe('Transient');
-      expect(late.message).toBe('the access token: no answer within 3000 ms');
+      expect(late.message).toBe('getInstance did not answer within 3000 ms');
+      expect(late.cause).toBeInstanceOf(BudgetError);
+      expect(late.cause).toMatchObject({ call: 'getInstance', budgetMs: 3000 });
       const [timedOut] = await fx.provider.check!();
       expect(timedOut?.reason).toBe('Timeout');
       // A target that ran out of time still reports its config facts.

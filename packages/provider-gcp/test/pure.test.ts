@@ -3,28 +3,22 @@
 import { type AddressInfo, createServer } from 'node:net';
 import { ConfigError, createProvider, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
-import { instanceView, translate } from '../src/adapter.js';
-import { endpointParts } from '../src/config.js';
+import { instanceView } from '../src/answers.js';
+import { buildFirewallBody, buildInsertBody, firewallMark, firewallName } from '../src/build.js';
+import { operationErrorClass } from '../src/classify.js';
+import { endpointParts, regionOf, UBUNTU_2404 } from '../src/config.js';
 import {
-  addressOf,
-  buildFirewallBody,
-  buildInsertBody,
+  CONFIG_DEFAULTS,
   ComputeApiError,
   configSchema,
-  firewallMark,
-  firewallName,
-  GCP_DEFAULTS,
   type GcpConfig,
-  labelValueProblem,
-  mapState,
-  markLabels,
-  operationErrorClass,
   parseId,
   providerModule,
-  regionOf,
-  UBUNTU_2404,
 } from '../src/index.js';
-import { elideUserData, seamFields } from '../src/provider.js';
+import { labelValueProblem, markLabels } from '../src/labels.js';
+import { elideUserData, seamFields } from '../src/seam.js';
+import { addressOf, mapState } from '../src/state.js';
+import { translate } from '../src/translate.js';
 
 const config = async (block: Record<string, unknown>): Promise<GcpConfig> =>
   validateConfig(configSchema, block, 'gcp');
@@ -35,7 +29,7 @@ describe('config', () => {
     expect(c).toEqual({
       project: 'my-project-1',
       zones: ['us-central1-a'],
-      ...GCP_DEFAULTS,
+      ...CONFIG_DEFAULTS,
       subnetwork: undefined,
       credentialsFile: undefined,
     });

@@ -12,10 +12,21 @@ import {
   type ImplementationChecker,
   Reason,
 } from '@proxy-op/contract';
-import { reasonFor } from './classify.js';
+import { isQuotaExceeded, isTlsFailure } from './classify.js';
+import { CredentialsError, KubernetesApiError, KubernetesConnectionError } from './errors.js';
 import { managedSelector } from './labels.js';
 import { buildPod } from './pod.js';
 import type { Runtime } from './runtime.js';
+
+/** The Checker's own reasons, besides the contract's shared ones. */
+export const KubernetesReason = Object.freeze({
+  /** TLS verification of the API server failed: fix the kubeconfig's CA or server name. */
+  CertificateInvalid: 'CertificateInvalid',
+  /** No kubeconfig, no token file, or not running in a cluster: fix the Secret or the config. */
+  CredentialsUnavailable: 'CredentialsUnavailable',
+  /** A ResourceQuota leaves no room for a proxy Pod in the namespace: raise it or free room. */
+  QuotaExceeded: 'QuotaExceeded',
+} as const);
 
 /** The name of the Pod the Checker's dry-run create names. */
 export const CHECK_POD_NAME = 'proxy-op-check';
@@ -32,7 +43,25 @@ export function checker(rt: Runtime): ImplementationChecker {
       },
     ],
     check: (_target, ctx) => checkApiServer(rt, ctx),
+    failed: (err) => {
+      const reason = reasonFor(err);
+      return reason === undefined ? undefined : { reason, message: (err as Error).message };
+    },
   };
+}
+
+/** The Checker's reason for a failure it can name; undefined leaves the shell's `APIError`. */
+function reasonFor(err: unknown): string | undefined {
+  if (CredentialsError.isInstance(err)) return KubernetesReason.CredentialsUnavailable;
+  if (KubernetesConnectionError.isInstance(err)) {
+    return isTlsFailure(err) ? KubernetesReason.CertificateInvalid : Reason.Unreachable;
+  }
+  if (KubernetesApiError.isInstance(err)) {
+    if (err.status === 401) return Reason.Unauthorized;
+    if (isQuotaExceeded(err)) return KubernetesReason.QuotaExceeded;
+    if (err.status === 403) return Reason.Forbidden;
+  }
+  return undefined;
 }
 
 async function checkApiServer(rt: Runtime, ctx: CheckContext): Promise<CheckAnswer> {
@@ -67,11 +96,6 @@ async function checkApiServer(rt: Runtime, ctx: CheckContext): Promise<CheckAnsw
     return {
       reason: Reason.Reachable,
       message: `the API server answers; Pods can be listed and created`,
-    };
-  } catch (err) {
-    return {
-      reason: reasonFor(err, ctx.signal.aborted),
-      message: err instanceof Error ? err.message : 'check failed',
     };
   } finally {
     rt.log.debug({ ...d }, 'kubernetes api server checked');

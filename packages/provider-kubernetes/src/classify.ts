@@ -1,6 +1,6 @@
 /**
- * Classifying failures into the contract's error classes (§5), and into
- * the Checker's reasons.
+ * Classifying failures into the contract's error classes (§5), and the
+ * predicates the Checker shares.
  *
  * @module
  */
@@ -8,25 +8,9 @@ import {
   type ErrorClass,
   type Operation,
   ProviderError,
-  Reason,
   TLS_VERIFY_CODES,
 } from '@proxy-op/contract';
-import {
-  CredentialsError,
-  KubernetesApiError,
-  KubernetesConnectionError,
-  KubernetesTimeoutError,
-} from './errors.js';
-
-/** The Checker's own reasons, besides the contract's shared ones. */
-export const KubernetesReason = {
-  /** TLS verification of the API server failed: fix the kubeconfig's CA or server name. */
-  CertificateInvalid: 'CertificateInvalid',
-  /** No kubeconfig, no token file, or not running in a cluster: fix the Secret or the config. */
-  CredentialsUnavailable: 'CredentialsUnavailable',
-  /** A ResourceQuota leaves no room for a proxy Pod in the namespace: raise it or free room. */
-  QuotaExceeded: 'QuotaExceeded',
-} as const;
+import { CredentialsError, KubernetesApiError, KubernetesConnectionError } from './errors.js';
 
 /**
  * The ResourceQuota admission plugin's refusal: `<resource> "<name>" is
@@ -41,14 +25,14 @@ const NAMESPACE_TERMINATING = /because it is being terminated$/;
 /** True for the 403 of a ResourceQuota without room (as opposed to RBAC's and admission's 403s). */
 export function isQuotaExceeded(err: unknown): boolean {
   return (
-    err instanceof KubernetesApiError && err.status === 403 && EXCEEDED_QUOTA.test(err.apiMessage)
+    KubernetesApiError.isInstance(err) && err.status === 403 && EXCEEDED_QUOTA.test(err.apiMessage)
   );
 }
 
 /** True for a TLS verification failure. */
 export function isTlsFailure(err: unknown): boolean {
   return (
-    err instanceof KubernetesConnectionError &&
+    KubernetesConnectionError.isInstance(err) &&
     err.errorCode !== undefined &&
     TLS_VERIFY_CODES.has(err.errorCode)
   );
@@ -80,25 +64,9 @@ function classifyStatus(err: KubernetesApiError): ErrorClass {
  */
 export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return err.errorClass;
-  if (err instanceof KubernetesApiError) return classifyStatus(err);
-  if (err instanceof KubernetesConnectionError)
+  if (KubernetesApiError.isInstance(err)) return classifyStatus(err);
+  if (KubernetesConnectionError.isInstance(err))
     return isTlsFailure(err) ? 'Permanent' : 'Transient';
-  if (err instanceof CredentialsError) return err.missing ? 'Transient' : 'Permanent';
-  if (err instanceof KubernetesTimeoutError) return 'Transient';
+  if (CredentialsError.isInstance(err)) return err.missing ? 'Transient' : 'Permanent';
   return 'Transient';
-}
-
-/** The Checker's reason for a failure; `Timeout` whenever the round ended. */
-export function reasonFor(err: unknown, roundEnded: boolean): string {
-  if (roundEnded || err instanceof KubernetesTimeoutError) return Reason.Timeout;
-  if (err instanceof CredentialsError) return KubernetesReason.CredentialsUnavailable;
-  if (err instanceof KubernetesConnectionError) {
-    return isTlsFailure(err) ? KubernetesReason.CertificateInvalid : Reason.Unreachable;
-  }
-  if (err instanceof KubernetesApiError) {
-    if (err.status === 401) return Reason.Unauthorized;
-    if (isQuotaExceeded(err)) return KubernetesReason.QuotaExceeded;
-    if (err.status === 403) return Reason.Forbidden;
-  }
-  return Reason.APIError;
 }

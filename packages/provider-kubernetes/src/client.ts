@@ -16,18 +16,14 @@ import type {
   ResponseContext,
   V1Pod,
   V1PodList,
+  V1Secret,
   VersionApi,
 } from '@kubernetes/client-node';
 import type { SecretSet } from '@proxy-op/contract';
 import type { Agent } from 'undici';
 import type { KubernetesConfig } from './config.js';
 import { type ClusterAccess, loadAccess } from './credentials.js';
-import {
-  KubernetesApiError,
-  KubernetesConnectionError,
-  KubernetesTimeoutError,
-  type StatusDetails,
-} from './errors.js';
+import { KubernetesApiError, KubernetesConnectionError, type StatusDetails } from './errors.js';
 import type { KubernetesSeam, ProxyRef, ServerVersion, Target } from './seam.js';
 
 /** The Proxy resource an OwnerReference names. */
@@ -58,8 +54,6 @@ export interface ClientOptions {
   readonly config: KubernetesConfig;
   /** Every credential read is declared here, for the shell to redact. */
   readonly secrets: SecretSet;
-  /** One request's budget, answer included. */
-  readonly requestTimeoutMs: number;
 }
 
 function errorCodeOf(err: unknown): string | undefined {
@@ -162,32 +156,32 @@ export class ClientNodeSeam implements KubernetesSeam {
   }
 
   /**
-   * Runs one call with the caller's signal and the per-call budget: the
-   * request goes through {@link send}, a failure status becomes a
-   * {@link KubernetesApiError}.
+   * Runs one call with the signal it was given (the seam's decorator joins
+   * the caller's with the per-call budget): the request goes through
+   * {@link send}, a failure status becomes a {@link KubernetesApiError}.
    */
   async #call<T>(
-    what: string,
     signal: AbortSignal | undefined,
     fn: (apis: Apis, options: { httpApi: HttpLibrary }) => Promise<T>,
   ): Promise<T> {
     signal?.throwIfAborted();
     const apis = await this.#ready();
     signal?.throwIfAborted();
-    const budget = AbortSignal.timeout(this.#o.requestTimeoutMs);
-    const combined = signal === undefined ? budget : AbortSignal.any([signal, budget]);
-    const httpApi = apis.k8s.wrapHttpLibrary({ send: (ctx) => this.#send(apis, ctx, combined) });
+    const httpApi = apis.k8s.wrapHttpLibrary({ send: (ctx) => this.#send(apis, ctx, signal) });
     try {
       return await fn(apis, { httpApi });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
-      if (budget.aborted) throw new KubernetesTimeoutError(what, this.#o.requestTimeoutMs);
       if (err instanceof apis.k8s.ApiException) throw statusFrom(err as ApiException<unknown>);
       throw err;
     }
   }
 
-  async #send(apis: Apis, ctx: RequestContext, signal: AbortSignal): Promise<ResponseContext> {
+  async #send(
+    apis: Apis,
+    ctx: RequestContext,
+    signal: AbortSignal | undefined,
+  ): Promise<ResponseContext> {
     const headers: Record<string, string> = { ...ctx.getHeaders() };
     const authorization = await apis.access.authorization(signal);
     if (authorization !== undefined) headers.Authorization = authorization;
@@ -200,11 +194,11 @@ export class ClientNodeSeam implements KubernetesSeam {
         headers,
         body: typeof body === 'string' ? body : body === undefined ? null : String(body),
         dispatcher: apis.agent,
-        signal,
+        signal: signal ?? null,
       });
       text = await res.body.text();
     } catch (err) {
-      if (signal.aborted) throw err;
+      if (signal?.aborted) throw err;
       throw new KubernetesConnectionError(apis.access.server, errorCodeOf(err), err);
     }
     const flat: Record<string, string> = {};
@@ -226,7 +220,7 @@ export class ClientNodeSeam implements KubernetesSeam {
   }
 
   version(signal?: AbortSignal): Promise<ServerVersion> {
-    return this.#call('version', signal, async ({ version }, o) => {
+    return this.#call(signal, async ({ version }, o) => {
       const v = await version.getCode({}, o);
       if (typeof v.gitVersion !== 'string') throw new TypeError('/version has no gitVersion');
       return { gitVersion: v.gitVersion };
@@ -234,7 +228,7 @@ export class ClientNodeSeam implements KubernetesSeam {
   }
 
   createPod(at: { readonly namespace: string }, pod: V1Pod, signal?: AbortSignal): Promise<V1Pod> {
-    return this.#call('create pod', signal, ({ core }, o) =>
+    return this.#call(signal, ({ core }, o) =>
       core.createNamespacedPod({ namespace: at.namespace, body: pod }, o),
     );
   }
@@ -244,19 +238,19 @@ export class ClientNodeSeam implements KubernetesSeam {
     pod: V1Pod,
     signal?: AbortSignal,
   ): Promise<V1Pod> {
-    return this.#call('dry-run create pod', signal, ({ core }, o) =>
+    return this.#call(signal, ({ core }, o) =>
       core.createNamespacedPod({ namespace: at.namespace, body: pod, dryRun: 'All' }, o),
     );
   }
 
   readPod(at: Target, signal?: AbortSignal): Promise<V1Pod> {
-    return this.#call('read pod', signal, ({ core }, o) =>
+    return this.#call(signal, ({ core }, o) =>
       core.readNamespacedPod({ namespace: at.namespace, name: at.name }, o),
     );
   }
 
   deletePod(at: Target, uid: string, signal?: AbortSignal): Promise<void> {
-    return this.#call('delete pod', signal, async ({ core }, o) => {
+    return this.#call(signal, async ({ core }, o) => {
       await core.deleteNamespacedPod(
         { namespace: at.namespace, name: at.name, body: { preconditions: { uid } } },
         o,
@@ -272,7 +266,7 @@ export class ClientNodeSeam implements KubernetesSeam {
     },
     signal?: AbortSignal,
   ): Promise<V1PodList> {
-    return this.#call('list pods', signal, ({ core }, o) => {
+    return this.#call(signal, ({ core }, o) => {
       const q = {
         labelSelector: at.labelSelector,
         ...(at.limit === undefined ? {} : { limit: at.limit }),
@@ -283,8 +277,30 @@ export class ClientNodeSeam implements KubernetesSeam {
     });
   }
 
+  createSecret(
+    at: { readonly namespace: string },
+    secret: V1Secret,
+    signal?: AbortSignal,
+  ): Promise<V1Secret> {
+    return this.#call(signal, ({ core }, o) =>
+      core.createNamespacedSecret({ namespace: at.namespace, body: secret }, o),
+    );
+  }
+
+  readSecret(at: Target, signal?: AbortSignal): Promise<V1Secret> {
+    return this.#call(signal, ({ core }, o) =>
+      core.readNamespacedSecret({ namespace: at.namespace, name: at.name }, o),
+    );
+  }
+
+  replaceSecret(at: Target, secret: V1Secret, signal?: AbortSignal): Promise<V1Secret> {
+    return this.#call(signal, ({ core }, o) =>
+      core.replaceNamespacedSecret({ namespace: at.namespace, name: at.name, body: secret }, o),
+    );
+  }
+
   listProxies(at: { readonly namespace: string }, signal?: AbortSignal): Promise<ProxyRef[]> {
-    return this.#call('list proxies', signal, async ({ custom }, o) => {
+    return this.#call(signal, async ({ custom }, o) => {
       const list = (await custom.listNamespacedCustomObject(
         {
           group: PROXY_RESOURCE.group,

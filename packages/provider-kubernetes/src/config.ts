@@ -67,6 +67,12 @@ export interface KubernetesConfig {
   readonly imagePullSecrets: readonly string[];
   /** One request's budget, answer included, in seconds. Default 30. */
   readonly requestTimeoutSeconds: number;
+  /**
+   * How long a proxy's Squid trusts a verified credential before it asks
+   * its password file again (`credentialsttl`), in whole seconds: a
+   * credential taken out of the file works for up to this long. Default 60.
+   */
+  readonly credentialsTtlSeconds: number;
 }
 
 /** What the Kubernetes module takes besides the contract's dependencies: nothing more. */
@@ -81,6 +87,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   zones: Object.freeze([] as string[]),
   imagePullSecrets: Object.freeze([] as string[]),
   requestTimeoutSeconds: 30,
+  credentialsTtlSeconds: 60,
   squidPath: '/usr/sbin/squid',
   runAsUser: 65534,
   runAsGroup: 65534,
@@ -108,6 +115,7 @@ const TOP_KEYS = new Set([
   'zones',
   'imagePullSecrets',
   'requestTimeoutSeconds',
+  'credentialsTtlSeconds',
 ]);
 const IMAGE_KEYS = new Set(['image', 'squidPath', 'runAsUser', 'runAsGroup', 'pullPolicy']);
 const MACHINE_KEYS = new Set(['cpu', 'memory', 'cpuLimit']);
@@ -215,6 +223,14 @@ function validate(input: unknown): ConfigResult<KubernetesConfig> {
     } else requestTimeoutSeconds = v;
   }
 
+  let credentialsTtlSeconds: number = CONFIG_DEFAULTS.credentialsTtlSeconds;
+  if (input.credentialsTtlSeconds !== undefined) {
+    const v = input.credentialsTtlSeconds;
+    if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > 86_400) {
+      bad(['credentialsTtlSeconds'], 'must be a whole number of seconds from 1 to 86400');
+    } else credentialsTtlSeconds = v as number;
+  }
+
   const images: Record<string, ImageEntry> = {};
   const rawImages = input.images;
   if (!isObject(rawImages) || Object.keys(rawImages).length === 0) {
@@ -315,6 +331,7 @@ function validate(input: unknown): ConfigResult<KubernetesConfig> {
       zones,
       imagePullSecrets,
       requestTimeoutSeconds,
+      credentialsTtlSeconds,
     },
   };
 }

@@ -2,9 +2,14 @@
  * Create: everything is resolved and checked before the first request;
  * then the Pod is read, and created when there is none (one write). A Pod
  * that already has the name is adopted only when its mark is this Proxy's.
+ * A request with credentials gets the password file's Secret after the
+ * Pod, owned by it: no Secret is ever left without its Pod, and a retried
+ * Create finds the Pod and completes the Secret.
  *
  * @module
  */
+
+import type { V1Pod } from '@kubernetes/client-node';
 import {
   adoptionProblem,
   type CheckedCreateRequest,
@@ -16,8 +21,9 @@ import { PROXY_RESOURCE } from './client.js';
 import { KubernetesApiError } from './errors.js';
 import { formatId } from './id.js';
 import { labelValueProblem, podMark } from './labels.js';
-import { buildPod, type PodOwner, type PodPlan } from './pod.js';
+import { buildPod, type PodOwner, type PodPlan, podRealm } from './pod.js';
 import { podMeta, type Runtime } from './runtime.js';
+import { ensureAuthSecret, type SecretOwner } from './secret.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -82,6 +88,9 @@ export function resolvePlan(
     machineType: c.machineTypes[machineType]!,
     zone,
     imagePullSecrets: c.imagePullSecrets,
+    ...(req.auth === undefined
+      ? {}
+      : { auth: { realm: req.auth.realm, credentialsTtlSeconds: c.credentialsTtlSeconds } }),
   };
 }
 
@@ -107,7 +116,7 @@ async function findOwner(
 }
 
 /** Creates the Pod, or adopts the one of this Proxy that has the name. */
-export async function create(
+export async function createInstance(
   rt: Runtime,
   req: CheckedCreateRequest,
   ctx: OperationContext,
@@ -122,6 +131,7 @@ export async function create(
       image: plan.image.image,
       allowedSources: plan.allowedSources,
       cloudInitBytes: req.cloudInit.byteLength,
+      auth: req.auth !== undefined,
     },
     'kubernetes create resolved',
   );
@@ -132,44 +142,69 @@ export async function create(
   if (existing !== undefined) return adopt(rt, existing, req, ctx);
   const owner = rt.config.ownerReferences ? await findOwner(rt, req, ctx) : undefined;
   const pod = buildPod({ ...plan, owner });
+  let created: ReturnType<typeof podMeta>;
   try {
-    const created = podMeta(await rt.seam.createPod(at, pod, ctx.signal));
-    if (created.name !== plan.name || created.namespace !== plan.namespace) {
-      throw new TypeError(`the create answered with Pod ${created.namespace}/${created.name}`);
-    }
-    rt.log.debug({ ...at, podUID: created.uid }, 'kubernetes pod created');
-    return formatId(at);
+    created = podMeta(await rt.seam.createPod(at, pod, ctx.signal));
   } catch (err) {
     if (
-      !(err instanceof KubernetesApiError && err.status === 409 && err.reason === 'AlreadyExists')
+      !(KubernetesApiError.isInstance(err) && err.status === 409 && err.reason === 'AlreadyExists')
     ) {
       throw err;
     }
+    // Created meanwhile (an earlier attempt's create, carried out after its caller gave up).
+    return adopt(rt, await rt.seam.readPod(at, ctx.signal), req, ctx);
   }
-  // Created meanwhile (an earlier attempt's create, carried out after its caller gave up).
-  return adopt(rt, podMeta(await rt.seam.readPod(at, ctx.signal)), req, ctx);
+  if (created.name !== plan.name || created.namespace !== plan.namespace) {
+    throw new TypeError(`the create answered with Pod ${created.namespace}/${created.name}`);
+  }
+  rt.log.debug({ ...at, podUID: created.uid }, 'kubernetes pod created');
+  if (req.auth !== undefined) {
+    await ensureAuthSecret(rt, secretOwner(created, req), req.auth.passwordFile, ctx, true);
+  }
+  return formatId(at);
+}
+
+/** The Pod as the owner of its Secret. */
+function secretOwner(pod: ReturnType<typeof podMeta>, req: CheckedCreateRequest): SecretOwner {
+  return {
+    namespace: pod.namespace,
+    name: pod.name,
+    uid: pod.uid,
+    markUid: req.uid,
+    installation: req.installation,
+  };
 }
 
 async function readIfExists(
   rt: Runtime,
   at: { namespace: string; name: string },
   ctx: OperationContext,
-): Promise<ReturnType<typeof podMeta> | undefined> {
+): Promise<V1Pod | undefined> {
   try {
-    return podMeta(await rt.seam.readPod(at, ctx.signal));
+    const pod = await rt.seam.readPod(at, ctx.signal);
+    podMeta(pod);
+    return pod;
   } catch (err) {
-    if (err instanceof KubernetesApiError && err.status === 404) return undefined;
+    if (KubernetesApiError.isInstance(err) && err.status === 404) return undefined;
     throw err;
   }
 }
 
-/** Adopts an existing Pod when its mark is this Proxy's; anything else is Permanent. */
-function adopt(
+/**
+ * Adopts an existing Pod when its mark is this Proxy's; anything else is
+ * Permanent. A Pod whose Squid asks for other credentials than the request
+ * (none where the request has some, or the other way round, or another
+ * realm) cannot change in place: it is deleted, and Create is Transient
+ * until it is gone and can be made again, so a proxy never goes on
+ * serving on terms the request did not ask for.
+ */
+async function adopt(
   rt: Runtime,
-  existing: ReturnType<typeof podMeta>,
+  pod: V1Pod,
   req: CheckedCreateRequest,
   ctx: OperationContext,
-): string {
+): Promise<string> {
+  const existing = podMeta(pod);
   const at = { namespace: existing.namespace, name: existing.name };
   const problem = adoptionProblem(podMark(existing.labels, existing.creationTimestamp), {
     uid: req.uid,
@@ -184,6 +219,16 @@ function adopt(
     throw ctx.transient(
       `Pod ${at.namespace}/${at.name} is being deleted; it is created again once it is gone`,
     );
+  }
+  if (podRealm(pod) !== req.auth?.realm) {
+    await rt.seam.deletePod(at, existing.uid, ctx.signal);
+    rt.log.debug({ ...at, podUID: existing.uid }, 'kubernetes pod replaced for its credentials');
+    throw ctx.transient(
+      `Pod ${at.namespace}/${at.name} asks for other credentials than the request (${req.auth === undefined ? 'none' : 'a password file'}); it is being deleted and is created again once it is gone`,
+    );
+  }
+  if (req.auth !== undefined) {
+    await ensureAuthSecret(rt, secretOwner(existing, req), req.auth.passwordFile, ctx);
   }
   rt.log.debug({ ...at, podUID: existing.uid, adopted: true }, 'kubernetes pod adopted');
   return formatId(at);

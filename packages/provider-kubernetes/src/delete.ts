@@ -9,16 +9,20 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
 import { KubernetesApiError } from './errors.js';
-import type { PodId } from './id.js';
+import type { KubernetesId } from './id.js';
 import { podMark } from './labels.js';
 import { podMeta, type Runtime } from './runtime.js';
 
 function isNotFound(err: unknown): boolean {
-  return err instanceof KubernetesApiError && err.status === 404;
+  return KubernetesApiError.isInstance(err) && err.status === 404;
 }
 
 /** Deletes the caller's Pod at `id`; succeeds when there is none. */
-export async function deletePod(rt: Runtime, id: PodId, ctx: DeleteContext): Promise<void> {
+export async function deleteInstance(
+  rt: Runtime,
+  id: KubernetesId,
+  ctx: DeleteContext,
+): Promise<void> {
   let pod: V1Pod;
   try {
     pod = await rt.seam.readPod(id, ctx.signal);

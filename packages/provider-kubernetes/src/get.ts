@@ -5,13 +5,17 @@
  * @module
  */
 import type { Instance, OperationContext } from '@proxy-op/contract';
-import { formatId, type PodId } from './id.js';
+import { formatId, type KubernetesId } from './id.js';
 import { podMark } from './labels.js';
 import { podMeta, type Runtime, readyStatus } from './runtime.js';
 import { podState } from './state.js';
 
 /** Reads the instance back from its Pod. */
-export async function get(rt: Runtime, id: PodId, ctx: OperationContext): Promise<Instance> {
+export async function getInstance(
+  rt: Runtime,
+  id: KubernetesId,
+  ctx: OperationContext,
+): Promise<Instance> {
   const pod = await rt.seam.readPod(id, ctx.signal);
   const meta = podMeta(pod);
   const mark = podMark(meta.labels, meta.creationTimestamp);

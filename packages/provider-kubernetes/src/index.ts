@@ -5,8 +5,8 @@
  * @packageDocumentation
  */
 
-export { renderSquidConfig, type SquidPaths, type SquidSettings } from '@proxy-op/squid-config';
-export { classify, KubernetesReason } from './classify.js';
+export { KubernetesReason } from './check.js';
+export { classify } from './classify.js';
 export {
   CONFIG_DEFAULTS,
   configSchema,
@@ -19,10 +19,9 @@ export {
   CredentialsError,
   KubernetesApiError,
   KubernetesConnectionError,
-  KubernetesTimeoutError,
   type StatusDetails,
 } from './errors.js';
-export { formatId, type PodId, parseId } from './id.js';
+export { formatId, type KubernetesId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
 
 import { providerModule } from './module.js';

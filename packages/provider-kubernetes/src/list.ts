@@ -10,7 +10,7 @@ import { managedSelector, podMark } from './labels.js';
 import { podMeta, type Runtime } from './runtime.js';
 
 /** Every Pod of the installation, with ID, UID, creation time and installation. */
-export async function list(
+export async function listInstances(
   rt: Runtime,
   installation: string,
   ctx: OperationContext,

@@ -6,10 +6,10 @@
 import type { Profile, ProviderModule } from '@proxy-op/contract';
 import { classify } from './classify.js';
 import { configSchema, type KubernetesConfig, type KubernetesDeps } from './config.js';
-import type { PodId } from './id.js';
-import { KubernetesImplementation } from './implementation.js';
+import type { KubernetesId } from './id.js';
+import { createImplementation } from './implementation.js';
 
-/** The provider's choices on the contract's nineteen axes (§4). */
+/** The provider's choices on the contract's twenty axes (§4). */
 export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'submit',
@@ -23,24 +23,25 @@ export const profile: Profile = Object.freeze({
   primaryKey: 'name-is-key',
   provisioningState: 'native',
   asyncOps: Object.freeze([] as const),
-  secondaryResources: 'none',
+  secondaryResources: 'cascade',
   credentials: 'mounted-files',
   clientKind: 'vendor-sdk',
   timeouts: 'per-call',
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'integration-env',
+  credentialRotation: 'in-place',
 });
 
 /**
  * The Kubernetes provider module, type `kubernetes`. Build a provider with
  * `createProvider(providerModule, name, config, deps)`.
  */
-export const providerModule: ProviderModule<KubernetesConfig, KubernetesDeps, PodId> =
-  Object.freeze<ProviderModule<KubernetesConfig, KubernetesDeps, PodId>>({
+export const providerModule: ProviderModule<KubernetesConfig, KubernetesDeps, KubernetesId> =
+  Object.freeze<ProviderModule<KubernetesConfig, KubernetesDeps, KubernetesId>>({
     type: 'kubernetes',
     configSchema,
     profile,
     classify,
-    create: (name, config, deps) => new KubernetesImplementation(name, config, deps),
+    create: createImplementation,
   });

@@ -2,14 +2,17 @@
  * The proxy Pod, built as a pure function of what Create resolved: one
  * object per proxy, carrying its own Squid configuration (an annotation
  * projected into a file by a downward API volume), its ownership mark in
- * labels, and a hardened container.
+ * labels, and a hardened container. A proxy with credentials also mounts
+ * its password file's Secret (`secret.ts`) as a directory.
  *
  * @module
  */
-import type { V1Pod } from '@kubernetes/client-node';
-import { renderSquidConfig } from '@proxy-op/squid-config';
+import { posix } from 'node:path';
+import type { V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import { CONTAINER_PASSWORD_FILE, renderSquidConfig } from '@proxy-op/squid-config';
 import type { ImageEntry, MachineTypeEntry } from './config.js';
 import { APP_LABELS, markLabels } from './labels.js';
+import { AUTH_SECRET_KEY, authSecretName } from './secret.js';
 
 /** The annotation that holds the Pod's Squid configuration. */
 export const SQUID_CONF_ANNOTATION = 'proxy-op.io/squid.conf';
@@ -19,6 +22,10 @@ export const SQUID_CONF_DIR = '/etc/squid-proxy-op';
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 /** The Squid container's name. */
 export const CONTAINER_NAME = 'squid';
+/** The volume of the password file's Secret. */
+export const AUTH_VOLUME = 'squid-auth';
+/** The password file's mode: the owner and the Pod's `fsGroup` (Squid's group) read it. */
+export const AUTH_FILE_MODE = 0o440;
 /** How long a Pod has to stop after a delete, in seconds (Squid is told 3 s). */
 export const TERMINATION_GRACE_SECONDS = 10;
 
@@ -38,6 +45,14 @@ export interface PodOwner {
   readonly uid: string;
 }
 
+/** How a proxy with credentials asks for them; the password file itself is the Secret's. */
+export interface PodAuth {
+  /** The realm of the proxy's challenge. */
+  readonly realm: string;
+  /** Squid's `credentialsttl`, in seconds. */
+  readonly credentialsTtlSeconds: number;
+}
+
 /** Everything a proxy Pod is made from, resolved and checked by Create. */
 export interface PodPlan {
   readonly namespace: string;
@@ -52,6 +67,33 @@ export interface PodPlan {
   readonly zone?: string | undefined;
   readonly imagePullSecrets: readonly string[];
   readonly owner?: PodOwner | undefined;
+  /** Basic authentication; sources only when unset. */
+  readonly auth?: PodAuth | undefined;
+}
+
+/** The Secret volume and its mount, for a Pod with credentials. */
+function authVolume(plan: PodPlan): { volume: V1Volume; mount: V1VolumeMount } | undefined {
+  if (plan.auth === undefined) return undefined;
+  return {
+    volume: {
+      name: AUTH_VOLUME,
+      secret: {
+        secretName: authSecretName(plan.name),
+        defaultMode: AUTH_FILE_MODE,
+        items: [{ key: AUTH_SECRET_KEY, path: posix.basename(CONTAINER_PASSWORD_FILE) }],
+      },
+    },
+    // The whole directory, never a subPath: only a directory mount follows the kubelet's
+    // atomic swap when the Secret changes.
+    mount: { name: AUTH_VOLUME, mountPath: posix.dirname(CONTAINER_PASSWORD_FILE), readOnly: true },
+  };
+}
+
+/** The realm a Pod's Squid asks credentials for, or undefined for a Pod without credentials. */
+export function podRealm(pod: V1Pod): string | undefined {
+  if (!(pod.spec?.volumes ?? []).some((v) => v.name === AUTH_VOLUME)) return undefined;
+  const conf = pod.metadata?.annotations?.[SQUID_CONF_ANNOTATION] ?? '';
+  return /^auth_param basic realm (.*)$/m.exec(conf)?.[1] ?? '';
 }
 
 /** The proxy Pod for a plan. The same plan always gives the same object. */
@@ -60,7 +102,17 @@ export function buildPod(plan: PodPlan): V1Pod {
     port: plan.port,
     allowedSources: plan.allowedSources,
     connectPorts: plan.connectPorts,
+    ...(plan.auth === undefined
+      ? {}
+      : {
+          auth: {
+            realm: plan.auth.realm,
+            passwordFile: CONTAINER_PASSWORD_FILE,
+            credentialsTtlSeconds: plan.auth.credentialsTtlSeconds,
+          },
+        }),
   });
+  const auth = authVolume(plan);
   const { machineType: m, image } = plan;
   const limits: Record<string, string> = { memory: m.memory };
   if (m.cpuLimit !== undefined) limits.cpu = m.cpuLimit;
@@ -97,6 +149,8 @@ export function buildPod(plan: PodPlan): V1Pod {
         runAsUser: image.runAsUser,
         runAsGroup: image.runAsGroup,
         seccompProfile: { type: 'RuntimeDefault' },
+        // The password file's group: Squid reads it, nobody else does.
+        ...(auth === undefined ? {} : { fsGroup: image.runAsGroup }),
       },
       ...(plan.zone === undefined
         ? {}
@@ -139,6 +193,7 @@ export function buildPod(plan: PodPlan): V1Pod {
           },
           volumeMounts: [
             { name: 'squid-config', mountPath: SQUID_CONF_DIR, readOnly: true },
+            ...(auth === undefined ? [] : [auth.mount]),
             ...SCRATCH_VOLUMES.map((v) => ({ name: v.name, mountPath: v.mountPath })),
           ],
         },
@@ -156,6 +211,7 @@ export function buildPod(plan: PodPlan): V1Pod {
             ],
           },
         },
+        ...(auth === undefined ? [] : [auth.volume]),
         ...SCRATCH_VOLUMES.map((v) => ({
           name: v.name,
           emptyDir: { medium: 'Memory', sizeLimit: '16Mi' },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { V1Pod, V1PodList } from '@kubernetes/client-node';
+import type { V1Pod, V1PodList, V1Secret } from '@kubernetes/client-node';
 import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
 import { defaultErrorFields, observeSeam } from '@proxy-op/contract';
@@ -52,6 +52,16 @@ export interface KubernetesSeam {
     },
     signal?: AbortSignal,
   ): Promise<V1PodList>;
+  /** `POST .../secrets`: a proxy's password file. */
+  createSecret(
+    at: { readonly namespace: string },
+    secret: V1Secret,
+    signal?: AbortSignal,
+  ): Promise<V1Secret>;
+  /** `GET .../secrets/<name>`. */
+  readSecret(at: Target, signal?: AbortSignal): Promise<V1Secret>;
+  /** `PUT .../secrets/<name>`, with the `resourceVersion` the Secret carries: a stale one is a 409. */
+  replaceSecret(at: Target, secret: V1Secret, signal?: AbortSignal): Promise<V1Secret>;
   /** `GET /apis/proxy-op.io/v1alpha1/namespaces/<ns>/proxies`: the Proxies' names and UIDs. */
   listProxies(at: { readonly namespace: string }, signal?: AbortSignal): Promise<ProxyRef[]>;
 }
@@ -61,12 +71,16 @@ export interface DecorateOptions {
   readonly provider: string;
   readonly logger: Logger;
   readonly tracer?: Tracer | undefined;
+  /** One request's budget in ms, answer included (`requestTimeoutSeconds`). */
+  readonly requestTimeoutMs: number;
 }
 
 /**
- * Every call a `kubernetes.<call>` child span (under an operation span
- * only) and one debug line with its namespace and name, duration and, on
- * failure, the HTTP status and Status reason; never a body.
+ * Every call bounded by the per-call budget (past it, the request is
+ * aborted and the call rejects with the contract's `BudgetError`), a
+ * `kubernetes.<call>` child span (under an operation span only) and one
+ * debug line with its namespace and name, duration and, on failure, the
+ * HTTP status and Status reason; never a body.
  */
 export function decorateSeam(seam: KubernetesSeam, o: DecorateOptions): KubernetesSeam {
   return observeSeam(seam, {
@@ -74,6 +88,7 @@ export function decorateSeam(seam: KubernetesSeam, o: DecorateOptions): Kubernet
     provider: o.provider,
     logger: o.logger,
     tracer: o.tracer,
+    budget: (method) => (method === 'close' ? undefined : o.requestTimeoutMs),
     fields: (_method, args) => {
       const at = args[0];
       if (at === null || typeof at !== 'object') return {};
@@ -84,8 +99,8 @@ export function decorateSeam(seam: KubernetesSeam, o: DecorateOptions): Kubernet
       return out;
     },
     errorFields: (err) => {
-      if (err instanceof KubernetesApiError) return { httpStatus: err.status, reason: err.reason };
-      if (err instanceof KubernetesConnectionError) {
+      if (KubernetesApiError.isInstance(err)) return { httpStatus: err.status, reason: err.reason };
+      if (KubernetesConnectionError.isInstance(err)) {
         return { error: err.name, errorCode: err.errorCode ?? '' };
       }
       return defaultErrorFields(err);

@@ -18,6 +18,7 @@ import {
   type KubeFixture,
   kubeconfigText,
   OPERATOR_NAMESPACE,
+  providerRole,
 } from './support/fixture.js';
 import { lifecycle } from './support/lifecycle.js';
 
@@ -231,9 +232,16 @@ describe('RBAC: exactly the Role of rbac/role.yaml', () => {
     const wide = await f.provider.listByTag().catch((e: unknown) => e);
     expect((wide as { errorClass: string }).errorClass).toBe('Permanent');
 
-    const req = request({ namespace: 'team-a' });
+    const req = request({
+      namespace: 'team-a',
+      auth: { realm: 'proxy-op team-a/web', passwordFile: new TextEncoder().encode('a:$6$b$c\n') },
+    });
     const id = await p.create(req);
     expect(id).toBe(`proxies/${req.name}`);
+    await p.updateAuth!(id, {
+      realm: 'proxy-op team-a/web',
+      passwordFile: new TextEncoder().encode('d:$6$e$f\n'),
+    });
     await f.harness.setRunning(id, '10.4.5.6');
     expect(await p.get(id)).toMatchObject({ state: 'Running', ip: '10.4.5.6', uid: req.uid });
     expect((await p.listByTag()).map((i) => i.id)).toEqual([id]);
@@ -260,6 +268,11 @@ describe('RBAC: exactly the Role of rbac/role.yaml', () => {
       () => f.provider.get('default/proxy-x'),
       () => f.provider.delete('default/proxy-x'),
       () => f.provider.listByTag(),
+      () =>
+        f.provider.updateAuth!('default/proxy-x', {
+          realm: 'r',
+          passwordFile: new TextEncoder().encode('a:$6$b$c\n'),
+        }),
     ]) {
       const err = await call().catch((e: unknown) => e);
       expect((err as { errorClass: string }).errorClass).toBe('Permanent');
@@ -268,6 +281,51 @@ describe('RBAC: exactly the Role of rbac/role.yaml', () => {
     const [check] = await f.provider.check!();
     expect(check?.reason).toBe('Forbidden');
     expect(check?.details.serverVersion).toBe('v1.32.0');
+  });
+});
+
+describe('RBAC on Secrets: least privilege', () => {
+  it('grants get, create and update on Secrets and nothing more: no list, watch or delete', async () => {
+    const role = await providerRole();
+    const rules = role.rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    const secrets = rules.filter((r) => r.resources.includes('secrets'));
+    expect(secrets).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
+    ]);
+  });
+
+  it('each of the verbs is needed: without update, UpdateAuth is Permanent naming it', async () => {
+    const f = await fixture();
+    const role = await providerRole();
+    const rules = (role.rules as { resources: string[]; verbs: string[] }[]).map((r) =>
+      r.resources.includes('secrets') ? { ...r, verbs: r.verbs.filter((v) => v !== 'update') } : r,
+    );
+    await adminOk(f.server, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      body: { ...role, metadata: { name: 'without-secret-update' }, rules },
+    });
+    await adminOk(f.server, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      body: {
+        metadata: { name: 'without-secret-update' },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: 'without-secret-update',
+        },
+        subjects: [{ kind: 'ServiceAccount', namespace: OPERATOR_NAMESPACE, name: 'narrow' }],
+      },
+    });
+    await writeFile(f.tokenFile, `${f.server.serviceAccountToken(OPERATOR_NAMESPACE, 'narrow')}\n`);
+    const auth = {
+      realm: 'proxy-op default/web',
+      passwordFile: new TextEncoder().encode('a:$6$b$c\n'),
+    };
+    const id = await f.provider.create(request({ auth }));
+    const err = await f.provider.updateAuth!(id, {
+      ...auth,
+      passwordFile: new TextEncoder().encode('d:$6$e$f\n'),
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ errorClass: 'Permanent' });
+    expect(String(err)).toMatch(/cannot update resource "secrets"/);
   });
 });
 

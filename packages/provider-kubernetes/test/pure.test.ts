@@ -35,6 +35,7 @@ describe('config', () => {
       zones: [],
       imagePullSecrets: [],
       requestTimeoutSeconds: 30,
+      credentialsTtlSeconds: 60,
       images: {
         squid: {
           image: 'docker.io/ubuntu/squid:6.10-24.10_beta',
@@ -63,7 +64,7 @@ describe('config', () => {
         machineTypes: { small: { cpu: 'lots', memory: '128Mi', gpu: 1 } },
       }),
     ).toEqual([
-      'kubernetes.kubeconfg: unknown field; expected one of kubeconfig, context, tokenFile, namespace, checkNamespace, ownerReferences, allowedSources, connectPorts, images, machineTypes, zones, imagePullSecrets, requestTimeoutSeconds',
+      'kubernetes.kubeconfg: unknown field; expected one of kubeconfig, context, tokenFile, namespace, checkNamespace, ownerReferences, allowedSources, connectPorts, images, machineTypes, zones, imagePullSecrets, requestTimeoutSeconds, credentialsTtlSeconds',
       'kubernetes.namespace: "Proxies" is not a namespace name (a lowercase DNS label)',
       'kubernetes.context: needs kubeconfig (in-cluster there is one context)',
       'kubernetes.ownerReferences: must be a boolean',
@@ -138,7 +139,13 @@ describe('the Pod', () => {
       [MarkKey.Uid]: plan.uid,
       [MarkKey.Installation]: 'default',
     });
-    expect(pod.metadata?.annotations?.[SQUID_CONF_ANNOTATION]).toBe(renderSquidConfig(plan));
+    expect(pod.metadata?.annotations?.[SQUID_CONF_ANNOTATION]).toBe(
+      renderSquidConfig({
+        port: plan.port,
+        allowedSources: plan.allowedSources,
+        connectPorts: plan.connectPorts,
+      }),
+    );
     expect(pod.metadata?.ownerReferences).toBeUndefined();
     expect(buildPod(plan)).toEqual(buildPod(plan));
   });

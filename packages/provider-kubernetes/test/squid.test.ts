@@ -1,14 +1,20 @@
 // Peer: the real Squid (Debian `squid`): `squid -k parse` reads every configuration the provider
 // generates, and a Squid run on loopback with one forwards for an allowed source and refuses others.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { chmod, chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
-import { type AddressInfo, connect, createServer, type Server as NetServer } from 'node:net';
+import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { renderSquidConfig, type SquidSettings } from '@proxy-op/squid-config';
-import { describeWithPeers, requestThroughProxy, which } from '@proxy-op/testkit';
+import { renderSquidConfig } from '@proxy-op/squid-config';
+import {
+  describeWithPeers,
+  type RunningSquid,
+  requestThroughProxy,
+  startSquid,
+  which,
+} from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { CHECK_POD_NAME } from '../src/check.js';
 import { buildPod, type PodPlan, SQUID_CONF_ANNOTATION } from '../src/pod.js';
@@ -44,6 +50,10 @@ const generated: Record<string, string> = {
   'a Pod, overlapping sources in both orders': buildPod({
     ...plan,
     allowedSources: ['10.1.0.0/16', '10.0.0.0/8', '10.2.0.0/16', 'fd00:1::/32', 'fd00::/8'],
+  }).metadata!.annotations![SQUID_CONF_ANNOTATION]!,
+  'a Pod with credentials': buildPod({
+    ...plan,
+    auth: { realm: 'proxy-op default/web', credentialsTtlSeconds: 60 },
   }).metadata!.annotations![SQUID_CONF_ANNOTATION]!,
   "the Checker's dry-run Pod": buildPod({
     ...plan,
@@ -137,26 +147,8 @@ function tunnel(proxyPort: number, target: string): Promise<{ status: number; ec
   });
 }
 
-async function waitListening(port: number, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`squid did not listen on ${port} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describeWithPeers(vitest, 'a real Squid with a generated configuration', ['squid'], () => {
-  let dir: string;
-  let squid: ChildProcess | undefined;
-  let squidOutput = '';
+  let squid: RunningSquid;
   let origin: Server;
   let echo: NetServer;
   let proxyPort: number;
@@ -165,7 +157,6 @@ describeWithPeers(vitest, 'a real Squid with a generated configuration', ['squid
   let otherPort: number;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'proxy-op-squid-run-'));
     origin = createHttpServer((req, res) => res.end(`origin saw ${req.url}`));
     await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
     originPort = (origin.address() as AddressInfo).port;
@@ -174,52 +165,27 @@ describeWithPeers(vitest, 'a real Squid with a generated configuration', ['squid
     echoPort = (echo.address() as AddressInfo).port;
     otherPort = await freePort();
     proxyPort = await freePort();
-    const settings: SquidSettings = {
+    // As in the Pod: never root (startSquid drops a root test run to nobody).
+    squid = await startSquid({
+      host: '127.0.0.1',
       port: proxyPort,
-      // Narrow before wide: Squid alone would keep 127.0.0.1/32 and ignore 127.0.0.0/30.
-      allowedSources: ['127.0.0.1/32', '127.0.0.0/30'],
-      // As a Pod's "CONNECT only to 443", with the echo server standing in for port 443.
-      connectPorts: [echoPort],
-      listenAddress: '127.0.0.1',
-      paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
-    };
-    const conf = join(dir, 'squid.conf');
-    await writeFile(conf, renderSquidConfig(settings));
-    // As in the Pod: never root. Squid refuses to run as root, so a root test run drops to nobody.
-    const asRoot = process.getuid?.() === 0;
-    if (asRoot) {
-      await chown(dir, 65534, 65534);
-      await chmod(dir, 0o700);
-    }
-    squid = spawn(which('squid')!, ['-N', '-f', conf], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      config: (dir) =>
+        renderSquidConfig({
+          port: proxyPort,
+          // Narrow before wide: Squid alone would keep 127.0.0.1/32 and ignore 127.0.0.0/30.
+          allowedSources: ['127.0.0.1/32', '127.0.0.0/30'],
+          // As a Pod's "CONNECT only to 443", with the echo server standing in for port 443.
+          connectPorts: [echoPort],
+          listenAddress: '127.0.0.1',
+          paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
+        }),
     });
-    squid.stdout?.on('data', (d: Buffer) => {
-      squidOutput += d.toString();
-    });
-    squid.stderr?.on('data', (d: Buffer) => {
-      squidOutput += d.toString();
-    });
-    try {
-      await waitListening(proxyPort, 20_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${squidOutput}`);
-    }
   }, 60_000);
 
   afterAll(async () => {
-    if (squid !== undefined && squid.exitCode === null) {
-      const exited = new Promise<void>((r) => squid?.once('exit', () => r()));
-      squid.kill('SIGTERM');
-      const timer = setTimeout(() => squid?.kill('SIGKILL'), 8_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await squid?.stop();
     await new Promise<void>((r) => origin?.close(() => r()));
     await new Promise<void>((r) => echo?.close(() => r()));
-    await rm(dir, { recursive: true, force: true });
   }, 30_000);
 
   it('forwards for an allowed source', async () => {
@@ -266,7 +232,7 @@ describeWithPeers(vitest, 'a real Squid with a generated configuration', ['squid
 
   it('logs requests without their query strings', async () => {
     await viaProxy(proxyPort, '127.0.0.1', `http://127.0.0.1:${originPort}/logged?token=s3cr3t`);
-    const file = join(dir, 'access.log');
+    const file = join(squid.dir, 'access.log');
     let log = '';
     for (let i = 0; i < 50 && !log.includes('/logged'); i++) {
       log = await readFile(file, 'utf8').catch(() => '');

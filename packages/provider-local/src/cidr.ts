@@ -1,43 +1,11 @@
 /**
- * Source-address lists: CIDRs (IPv4 or IPv6) checked with `node:net`'s
- * BlockList.
+ * Loopback ranges for instances: the hosts of a range, and why a range
+ * cannot serve.
  *
  * @module
  */
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { isIPv4 } from 'node:net';
 import { cidrProblem } from '@proxy-op/contract/cidr';
-
-/** A set of allowed source ranges. */
-export interface SourceList {
-  /** True when `address` (IPv4, IPv6 or IPv4-mapped IPv6) is inside one of the ranges. */
-  allows(address: string | undefined): boolean;
-}
-
-/** Builds a {@link SourceList}; throws TypeError for an entry {@link cidrProblem} rejects. */
-export function sourceList(cidrs: readonly string[]): SourceList {
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const problem = cidrProblem(cidr);
-    if (problem !== undefined) throw new TypeError(`allowedSources: ${problem}`);
-    const [addr = '', prefix] = cidr.split('/');
-    const type = isIPv4(addr) ? 'ipv4' : 'ipv6';
-    list.addSubnet(
-      addr,
-      prefix === undefined ? (type === 'ipv4' ? 32 : 128) : Number(prefix),
-      type,
-    );
-  }
-  return {
-    allows(address) {
-      if (address === undefined) return false;
-      const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-      const a = mapped?.[1] ?? address;
-      if (isIPv4(a)) return list.check(a, 'ipv4');
-      if (isIPv6(a)) return list.check(a, 'ipv6');
-      return false;
-    },
-  };
-}
 
 /** The IPv4 addresses of a loopback range for instances: no network, broadcast or 127.0.0.1. */
 export function loopbackHosts(range: string): string[] {

@@ -1,15 +1,17 @@
 /**
- * The `local` provider's config block: its schema (Standard Schema shape),
- * defaults and messages naming each field path.
+ * The `local` provider's config block: its type, its defaults (one frozen
+ * object), its schema (Standard Schema shape, messages naming each field
+ * path), and the module's deps.
  *
  * @module
  */
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import type { ConfigIssue, ConfigSchema } from '@proxy-op/contract';
+import type { ConfigIssue, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
 import { cidrProblem } from '@proxy-op/contract';
+import { DEFAULT_LIMITS, type ProxyLimits } from '@proxy-op/forward-proxy';
 import { loopbackRangeProblem } from './cidr.js';
-import { DEFAULT_LIMITS, type ProxyLimits } from './proxy.js';
+import type { LocalSeam } from './seam.js';
 
 /** Per-call time budgets of the provider, in milliseconds. */
 export interface LocalTimeouts {
@@ -21,6 +23,12 @@ export interface LocalTimeouts {
   readonly probeMs: number;
   /** One state-folder or process-table operation (default 5000): a stuck mount fails Transient instead of hanging. */
   readonly fileMs: number;
+  /**
+   * How long a proxy keeps a verified credential before it checks the
+   * password file again (Squid's `credentialsttl`); a changed line ends it
+   * at once, a removed user is refused after it (default 60 000).
+   */
+  readonly credentialsTtlMs: number;
 }
 
 /** The `local` provider's config block after defaults. */
@@ -41,26 +49,32 @@ export interface LocalConfig {
   readonly limits: ProxyLimits;
 }
 
-/** The default per-call budgets. */
-export const DEFAULT_TIMEOUTS: LocalTimeouts = {
-  startMs: 10_000,
-  stopMs: 5_000,
-  probeMs: 1_000,
-  fileMs: 5_000,
-};
-
-/** The defaults of every field. */
-export function localDefaults(): LocalConfig {
-  return {
-    stateDir: join(tmpdir(), 'proxy-op-local'),
-    addressRange: '127.0.0.0/24',
-    allowedSources: ['127.0.0.0/8'],
-    zone: 'local',
-    nodePath: process.execPath,
-    timeouts: DEFAULT_TIMEOUTS,
-    limits: DEFAULT_LIMITS,
-  };
+/** What the `local` module takes besides the contract's dependencies. */
+export interface LocalDeps extends ProviderDeps {
+  /**
+   * The backend calls to use instead of the real files and processes
+   * (tests wrap the production seam). The provider bounds each call by its
+   * budget and decorates it itself.
+   */
+  readonly seam?: LocalSeam | undefined;
 }
+
+/** The defaults of every field, the one defaults object (frozen). */
+export const CONFIG_DEFAULTS = Object.freeze({
+  stateDir: join(tmpdir(), 'proxy-op-local'),
+  addressRange: '127.0.0.0/24',
+  allowedSources: Object.freeze(['127.0.0.0/8']),
+  zone: 'local',
+  nodePath: process.execPath,
+  timeouts: Object.freeze({
+    startMs: 10_000,
+    stopMs: 5_000,
+    probeMs: 1_000,
+    fileMs: 5_000,
+    credentialsTtlMs: 60_000,
+  }),
+  limits: Object.freeze({ ...DEFAULT_LIMITS }),
+}) satisfies LocalConfig;
 
 const FIELDS = [
   'stateDir',
@@ -79,7 +93,7 @@ export const configSchema: ConfigSchema<LocalConfig> = {
     version: 1,
     vendor: '@proxy-op/provider-local',
     validate(input) {
-      const d = localDefaults();
+      const d: LocalConfig = CONFIG_DEFAULTS;
       if (input === undefined || input === null) return { value: d };
       if (typeof input !== 'object' || Array.isArray(input)) {
         return { issues: [{ message: `must be an object with ${FIELDS.join(', ')}` }] };

@@ -1,42 +1,17 @@
 /**
  * `@proxy-op/provider-local`: the proxy-op provider that runs each proxy as
- * a local process on its own loopback address.
+ * a local process on its own loopback address. The shared face of every
+ * provider package, plus this provider's own API (README, API): the
+ * backend error found as a ProviderError's cause.
  *
  * @module
  */
-export { loopbackHosts } from './cidr.js';
+export { LocalReason } from './check.js';
 export { classify } from './classify.js';
-export {
-  configSchema,
-  DEFAULT_TIMEOUTS,
-  type LocalConfig,
-  type LocalTimeouts,
-  localDefaults,
-} from './config.js';
+export { CONFIG_DEFAULTS, configSchema, type LocalConfig, type LocalDeps } from './config.js';
+export { LocalError } from './errors.js';
+export { formatId, type LocalId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
-export {
-  type LocalId,
-  type LocalProviderDeps,
-  LocalReason,
-  localId,
-  localStatePath,
-} from './provider.js';
-export {
-  type AccessLogEntry,
-  DEFAULT_LIMITS,
-  type ForwardProxy,
-  type ForwardProxyOptions,
-  type ProxyLimits,
-  startForwardProxy,
-} from './proxy.js';
-export {
-  createProcessSeam,
-  type InstanceRecord,
-  LocalError,
-  type LocalSeam,
-  type Phase,
-  proxyProgramPath,
-} from './seam.js';
 
 import { providerModule } from './module.js';
 

@@ -1,16 +1,17 @@
 /**
- * The `local` provider as a provider module: type, config schema, profile,
- * classify.
+ * The `local` provider as a provider module: what the operator and
+ * `createProvider` load.
  *
  * @module
  */
 import type { Profile, ProviderModule } from '@proxy-op/contract';
 import { classify } from './classify.js';
-import { configSchema, type LocalConfig } from './config.js';
-import { type LocalId, LocalImplementation, type LocalProviderDeps } from './provider.js';
+import { configSchema, type LocalConfig, type LocalDeps } from './config.js';
+import type { LocalId } from './id.js';
+import { createImplementation } from './implementation.js';
 
 /** The `local` provider's choices on the contract's axes (§4). */
-export const profile: Profile = {
+export const profile: Profile = Object.freeze({
   readiness: 'immediate',
   createReturn: 'blocking',
   deleteReturn: 'waits',
@@ -22,7 +23,7 @@ export const profile: Profile = {
   notFound: 'error-code',
   primaryKey: 'name-is-key',
   provisioningState: 'create-blocks',
-  asyncOps: [],
+  asyncOps: Object.freeze([] as const),
   secondaryResources: 'explicit',
   credentials: 'none',
   clientKind: 'in-process',
@@ -30,13 +31,19 @@ export const profile: Profile = {
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'local-peer',
-};
+  credentialRotation: 'in-place',
+});
 
-/** The `local` provider module (type `local`). */
-export const providerModule: ProviderModule<LocalConfig, LocalProviderDeps, LocalId> = {
+/**
+ * The `local` provider module, type `local`. Build a provider with
+ * `createProvider(providerModule, name, config, deps)`.
+ */
+export const providerModule: ProviderModule<LocalConfig, LocalDeps, LocalId> = Object.freeze<
+  ProviderModule<LocalConfig, LocalDeps, LocalId>
+>({
   type: 'local',
   configSchema,
   profile,
   classify,
-  create: (name, config, deps) => new LocalImplementation(name, config, deps),
-};
+  create: createImplementation,
+});

@@ -1,7 +1,7 @@
 // Test support (not a test file): the conformance harness over real proxy processes and real
 // state files in a temp folder, reached through the production seam with a thin control layer
 // (call counting, blocking, held kills, forced answers) around it.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,41 +21,27 @@ import {
   plantedMarkPairs,
 } from '@proxy-op/providertest';
 import {
-  configSchema,
-  createProcessSeam,
-  type InstanceRecord,
-  type LocalConfig,
-  LocalError,
-  type LocalSeam,
-  localId,
-  providerModule,
-  proxyProgramPath,
-} from '../src/index.js';
-import { CHECK_TARGETS } from '../src/provider.js';
+  basicAuthorization,
+  requestThroughProxy,
+  SpawnedPrograms,
+  startHttpEchoOrigin,
+} from '@proxy-op/testkit';
+import { CHECK_TARGETS } from '../src/check.js';
+import { localId } from '../src/id.js';
+import { configSchema, type LocalConfig, LocalError, providerModule } from '../src/index.js';
+import { createProcessSeam, proxyProgramPath } from '../src/process.js';
+import type { InstanceRecord } from '../src/record.js';
+import type { LocalSeam } from '../src/seam.js';
 
 const PROGRAM = proxyProgramPath();
+const spawned = new SpawnedPrograms(PROGRAM);
 
 /** Every pid any fixture spawned, so a suite's afterAll can make sure they are gone. */
-export const spawnedPids = new Set<number>();
+export const spawnedPids = spawned.pids;
 
 /** Kills every process a fixture spawned (SIGKILL) and waits until they are gone. */
-export async function killAllSpawned(): Promise<void> {
-  for (const pid of spawnedPids) {
-    // Most of these exited long ago, and pids come round again (32768 of them by default on
-    // Linux): only a process that still runs the proxy program is ours to kill, never what
-    // another suite on the machine started under a reused pid.
-    if (!exists(pid)) continue;
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  const deadline = Date.now() + 5_000;
-  while (Date.now() < deadline && [...spawnedPids].some(exists)) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  spawnedPids.clear();
+export function killAllSpawned(): Promise<void> {
+  return spawned.killAll();
 }
 
 /**
@@ -63,22 +49,7 @@ export async function killAllSpawned(): Promise<void> {
  * program has taken since (its command line does not run the proxy program) counts as gone.
  */
 export function exists(pid: number): boolean {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const st = text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
-    // A zombie leader whose other threads still exit holds its sockets: not gone yet.
-    if (st === 'Z' || st === 'X') return readdirSync(`/proc/${pid}/task`).length > 1;
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    // An empty command line is a process on its way out (its memory gone, not yet its sockets).
-    return cmdline === '' || cmdline.split('\0').includes(PROGRAM);
-  } catch {
-    try {
-      process.kill(pid, 0);
-      return !existsSync('/proc/self/stat');
-    } catch {
-      return false;
-    }
-  }
+  return spawned.running(pid);
 }
 
 type Method = keyof LocalSeam;
@@ -127,6 +98,9 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
   return {
     readState: wrap('readState', (name, signal) => real.readState(name, signal)),
     writeState: wrap('writeState', (record, signal) => real.writeState(record, signal)),
+    writePasswordFile: wrap('writePasswordFile', (name, contents, signal) =>
+      real.writePasswordFile(name, contents, signal),
+    ),
     removeState: wrap('removeState', (name, signal) => real.removeState(name, signal)),
     listStates: wrap('listStates', (signal) => real.listStates(signal)),
     spawn: wrap('spawn', async (record, signal) => {
@@ -212,6 +186,9 @@ export async function removeStateDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
+/** How long after the password file is written the proxy answers by it: its re-read (1 s), with room for a loaded machine. */
+export const AUTH_SETTLE_MS = 10_000;
+
 /** One conformance fixture: a provider over real processes in a fresh state folder. */
 export async function createLocalFixture(deps: ConformanceDeps): Promise<{
   provider: Provider;
@@ -245,6 +222,8 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
     JSON.parse(await readFile(file(id), 'utf8')) as Record<string, unknown>;
   const writeRecord = (id: string, r: Record<string, unknown>) =>
     writeFile(file(id), JSON.stringify(r));
+  // The origin the credential checks fetch through the proxy, started on the first check.
+  let origin: Promise<Awaited<ReturnType<typeof startHttpEchoOrigin>>> | undefined;
   let plantedHost = 254;
   const plant = async (name: string, marks: Record<string, string>, phase: string) => {
     const rec: InstanceRecord = {
@@ -450,12 +429,38 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         target: 'state-dir',
       },
     ],
+    // A real request through the instance's proxy, from 127.0.0.1 (inside its sources), with the
+    // credential as the Proxy-Authorization header: 200 is in, 407 is out.
+    acceptsCredential: async (id, c) => {
+      const r = await readRecord(id);
+      if (typeof r.address !== 'string' || typeof r.port !== 'number') {
+        throw new Error(`harness: the state file of ${id} names no address and port`);
+      }
+      origin ??= startHttpEchoOrigin();
+      const { port } = await origin;
+      const answer = await requestThroughProxy(
+        { address: r.address, port: r.port },
+        `http://127.0.0.1:${port}/credential-check`,
+        { proxyAuthorization: basicAuthorization({ user: c.username, password: c.password }) },
+      );
+      if (answer.status === 200) return true;
+      if (answer.status === 407) return false;
+      throw new Error(`harness: the proxy of ${id} answered ${answer.status}, not 200 or 407`);
+    },
+    authSettleMs: AUTH_SETTLE_MS,
   };
   return {
     provider,
     harness,
     config,
-    cleanup: () => removeStateDir(dir),
+    cleanup: async () => {
+      if (origin !== undefined) {
+        const { server } = await origin;
+        server.close();
+        server.closeAllConnections();
+      }
+      await removeStateDir(dir);
+    },
   };
 }
 

@@ -3,7 +3,8 @@
 import { readFile } from 'node:fs/promises';
 import { createProvider, isNotFound, isTransient } from '@proxy-op/contract';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createProcessSeam, providerModule } from '../src/index.js';
+import { providerModule } from '../src/index.js';
+import { createProcessSeam } from '../src/process.js';
 import { exists, killAllSpawned, removeStateDir, spawnedPids, testConfig } from './fixture.js';
 import { eventually } from './support.js';
 

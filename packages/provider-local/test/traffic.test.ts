@@ -2,14 +2,14 @@
 // (a self-signed certificate made by the openssl CLI), real clients on other loopback addresses.
 import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createProvider, isNotFound, type Provider } from '@proxy-op/contract';
-import { describeWithPeers } from '@proxy-op/testkit';
+import { describeWithPeers, getOverTunnel } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalConfig, providerModule } from '../src/index.js';
 import { exists, killAllSpawned, removeStateDir, testConfig } from './fixture.js';
@@ -216,6 +216,25 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
     expect((await provider.get(again)).ip).toBe(ipA);
     await provider.delete(again);
     await provider.delete(b);
+  }, 60_000);
+
+  it('connections to a loopback origin leave from the proxy’s own address (HTTP and CONNECT)', async () => {
+    const seen = createHttpServer((req, res) => res.end(req.socket.remoteAddress));
+    const seenPort = await listen(seen);
+    const id = await provider.create(request('proxy-egress'));
+    try {
+      const ip = (await provider.get(id)).ip as string;
+      const proxy = { address: ip, port };
+      const plain = await viaProxy(proxy, `http://127.0.0.1:${seenPort}/`);
+      expect(plain).toEqual({ status: 200, body: ip });
+      const t = await tunnel(proxy, `127.0.0.1:${seenPort}`);
+      expect(t.status).toBe(200);
+      const inTunnel = await getOverTunnel(t.socket, '127.0.0.1');
+      expect(inTunnel).toBe(ip);
+    } finally {
+      seen.close();
+      await provider.delete(id);
+    }
   }, 60_000);
 
   it('a proxy outlives the process that created it, and another provider sees and deletes it', async () => {

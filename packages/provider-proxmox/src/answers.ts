@@ -16,7 +16,7 @@ import type {
   TaskStatus,
   VmConfig,
   VmStatus,
-} from './api.js';
+} from './seam.js';
 
 type Method = keyof ProxmoxApi;
 type Answer<M extends Method> = Awaited<ReturnType<ProxmoxApi[M]>>;

@@ -12,14 +12,16 @@ import {
   type ImplementationChecker,
   Reason,
   type SecretSet,
+  tlsVerifyError,
 } from '@proxy-op/contract';
-import { ApiError, type StorageStatus } from './api.js';
-import { isNoSuchStorage, reasonFor } from './classify.js';
+import { isNoSuchStorage } from './classify.js';
+import { ApiError, CaFileError, TokenFileError } from './errors.js';
 import type { Runtime } from './runtime.js';
+import type { StorageStatus } from './seam.js';
 import { readToken } from './token.js';
 
 /** The Checker's own reasons, besides the contract's shared ones. */
-export const ProxmoxReason = {
+export const ProxmoxReason = Object.freeze({
   /** TLS verification failed, or caFile is missing or holds no certificate: fix url or caFile. */
   CertificateInvalid: 'CertificateInvalid',
   /** The token file is missing or malformed: fix the Secret. */
@@ -28,7 +30,7 @@ export const ProxmoxReason = {
   StorageNotFound: 'StorageNotFound',
   /** A configured template VMID does not exist or is not a template. */
   TemplateNotFound: 'TemplateNotFound',
-} as const;
+} as const);
 
 /** The Checker over `rt`: the token file, then four requests per node. */
 export function checker(rt: Runtime, secrets: SecretSet): ImplementationChecker {
@@ -43,6 +45,10 @@ export function checker(rt: Runtime, secrets: SecretSet): ImplementationChecker 
         },
       })),
     check: (target, ctx) => checkNode(rt, secrets, target.target, ctx),
+    failed: (err) => {
+      const reason = reasonFor(err);
+      return reason === undefined ? undefined : answer(reason, (err as Error).message);
+    },
   };
 }
 
@@ -73,7 +79,7 @@ async function checkNode(
     try {
       storage = await api.storageStatus({ node, storage: c.isoStorage }, ctx.signal);
     } catch (err) {
-      if (isNoSuchStorage(err) || (err instanceof ApiError && err.status === 500)) {
+      if (isNoSuchStorage(err) || (ApiError.isInstance(err) && err.status === 500)) {
         return answer(
           ProxmoxReason.StorageNotFound,
           `storage ${c.isoStorage} cannot be used on ${node}: ${(err as Error).message}`,
@@ -107,9 +113,6 @@ async function checkNode(
       );
     }
     return answer(Reason.Reachable, `node ${node} answers`);
-  } catch (err) {
-    const reason = reasonFor(err, ctx.signal.aborted);
-    return answer(reason, err instanceof Error ? err.message : 'check failed');
   } finally {
     rt.log.debug({ node, ...details }, 'proxmox node checked');
   }
@@ -117,4 +120,43 @@ async function checkNode(
 
 function answer(reason: string, message: string): CheckAnswer {
   return { reason, message };
+}
+
+/**
+ * The Checker's reason for a failed request (contract §3, plus the
+ * provider's own); undefined leaves the shell's `APIError`.
+ */
+function reasonFor(err: unknown): Reason | undefined {
+  if (TokenFileError.isInstance(err)) return ProxmoxReason.CredentialsUnavailable;
+  if (CaFileError.isInstance(err)) return ProxmoxReason.CertificateInvalid;
+  if (tlsVerifyError(err) !== undefined) return ProxmoxReason.CertificateInvalid;
+  if (ApiError.isInstance(err)) {
+    if (err.status === 401) return Reason.Unauthorized;
+    if (err.status === 403) return Reason.Forbidden;
+    if (err.status === 595 || err.status === 596) return Reason.Unreachable;
+    return undefined;
+  }
+  const name = (err as { name?: unknown } | null)?.name;
+  if (
+    name === 'TimeoutError' ||
+    codeOf(err) === 'UND_ERR_HEADERS_TIMEOUT' ||
+    codeOf(err) === 'UND_ERR_BODY_TIMEOUT'
+  ) {
+    return Reason.Timeout;
+  }
+  const code = codeOf(err);
+  if (
+    code !== undefined &&
+    /^(ECONN|EHOST|ENET|ENOTFOUND|EAI_|EPIPE|ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_SOCKET|UND_ERR_CLOSED)/.test(
+      code,
+    )
+  ) {
+    return Reason.Unreachable;
+  }
+  return undefined;
+}
+
+function codeOf(err: unknown): string | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
 }

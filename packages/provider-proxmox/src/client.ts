@@ -8,19 +8,18 @@ import { readFile } from 'node:fs/promises';
 import { type Tracer, trace } from '@opentelemetry/api';
 import { Agent, type Dispatcher, FormData, fetch } from 'undici';
 import { readAnswer } from './answers.js';
-import {
-  type AgentInterface,
-  ApiError,
-  CaFileError,
-  type CloneParams,
-  type ProxmoxApi,
-  type ResourceEntry,
-  type StorageStatus,
-  type TaskStatus,
-  type VmConfig,
-  type VmRef,
-  type VmStatus,
-} from './api.js';
+import { ApiError, CaFileError } from './errors.js';
+import type {
+  AgentInterface,
+  CloneParams,
+  ProxmoxApi,
+  ResourceEntry,
+  StorageStatus,
+  TaskStatus,
+  VmConfig,
+  VmRef,
+  VmStatus,
+} from './seam.js';
 import { readToken, type SecretSink } from './token.js';
 import { tracingInterceptor } from './tracing.js';
 

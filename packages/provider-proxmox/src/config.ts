@@ -3,7 +3,21 @@
  *
  * @module
  */
-import type { ConfigIssue, ConfigResult, ConfigSchema } from '@proxy-op/contract';
+import type { ConfigIssue, ConfigResult, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
+import type { Budgets } from './budgets.js';
+import type { ProxmoxApi } from './seam.js';
+
+/** What the Proxmox module takes besides the contract's dependencies. */
+export interface ProxmoxDeps extends ProviderDeps {
+  /**
+   * A seam to use instead of the HTTPS client, for tests and for tools that
+   * wrap the API themselves. The provider bounds and logs its calls as it
+   * does the client's.
+   */
+  readonly api?: ProxmoxApi | undefined;
+  /** Overrides of the wait budgets (tests shrink them). */
+  readonly budgets?: Partial<Budgets> | undefined;
+}
 
 /** A template VM the provider clones, named by a catalogue key. */
 export interface TemplateEntry {
@@ -23,7 +37,9 @@ export interface MachineTypeEntry {
 
 /** The VMID range new VMs are allocated from, both ends included. */
 export interface VmidRange {
+  /** The lowest VMID. */
   readonly min: number;
+  /** The highest VMID. */
   readonly max: number;
 }
 
@@ -62,12 +78,12 @@ export interface ProxmoxConfig {
 }
 
 /** The defaults the schema fills in. */
-export const CONFIG_DEFAULTS = {
+export const CONFIG_DEFAULTS = Object.freeze({
   insecureSkipTLSVerify: false,
-  vmidRange: { min: 100_000, max: 199_999 },
+  vmidRange: Object.freeze({ min: 100_000, max: 199_999 }),
   requestTimeoutSeconds: 30,
   installGuestAgent: true,
-} as const;
+} as const);
 
 const NODE_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 const STORAGE_RE = /^[a-zA-Z][a-zA-Z0-9_.-]*$/;

@@ -10,7 +10,6 @@ import {
   type OperationContext,
   requireOneOf,
 } from '@proxy-op/contract';
-import type { ResourceEntry, VmConfig } from './api.js';
 import { isConfigExists, isDoesNotExist } from './classify.js';
 import type { MachineTypeEntry, TemplateEntry } from './config.js';
 import { bootDisk, cloudInitDrives, diskSizeBytes } from './disk.js';
@@ -18,6 +17,7 @@ import { formatId } from './id.js';
 import { formatDescription, parseDescription } from './mark.js';
 import { type OurVm, type Plan, provision } from './provision.js';
 import { isTaskLock, type Runtime } from './runtime.js';
+import type { ResourceEntry, VmConfig } from './seam.js';
 import { waitTask } from './tasks.js';
 import { MAX_PROBES, vmidFor } from './vmid.js';
 
@@ -28,7 +28,7 @@ type Ownership = { readonly kind: 'ours'; readonly vm: OurVm } | { readonly kind
  * attempt left, and resolves with its ID once it runs. Placement is checked
  * before any request.
  */
-export async function create(
+export async function createInstance(
   rt: Runtime,
   req: CheckedCreateRequest,
   ctx: OperationContext,

@@ -4,18 +4,13 @@
  *
  * @module
  */
-import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
-import type { VmConfig } from './api.js';
-import {
-  classify,
-  isDestroyRunning,
-  isDoesNotExist,
-  isDoesNotExistText,
-  TaskFailedError,
-} from './classify.js';
-import type { VmId } from './id.js';
+import { type DeleteContext, deletionProblem, isMalformedAnswer } from '@proxy-op/contract';
+import { classify, isDestroyRunning, isDoesNotExist, isDoesNotExistText } from './classify.js';
+import { TaskFailedError } from './errors.js';
+import type { ProxmoxId } from './id.js';
 import { parseDescription } from './mark.js';
-import { errorFields, isMalformed, isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import { errorFields, isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import type { VmConfig } from './seam.js';
 import { waitTask } from './tasks.js';
 
 /**
@@ -25,7 +20,11 @@ import { waitTask } from './tasks.js';
  * the caller's (`deletionProblem`) is left alone with its seed, which it
  * uses. Otherwise: stop, delete the seed on its node, destroy.
  */
-export async function deleteVm(rt: Runtime, id: VmId, ctx: DeleteContext): Promise<void> {
+export async function deleteInstance(
+  rt: Runtime,
+  id: ProxmoxId,
+  ctx: DeleteContext,
+): Promise<void> {
   const { api } = rt;
   const { vmid, name } = id;
   const fields = { vmid, name };
@@ -113,7 +112,7 @@ async function destroy(
   try {
     await waitTask(rt, ctx, ref.node, upid, rt.budgets.destroy);
   } catch (err) {
-    if (err instanceof TaskFailedError && isDoesNotExistText(err.exitstatus)) return 'gone';
+    if (TaskFailedError.isInstance(err) && isDoesNotExistText(err.exitstatus)) return 'gone';
     throw err;
   }
   return 'destroyed';
@@ -135,7 +134,11 @@ async function deleteSeedEverywhere(rt: Runtime, ctx: DeleteContext, name: strin
       );
       await waitTask(rt, ctx, node, upid, rt.budgets.seedDelete);
     } catch (err) {
-      if (ctx.signal?.aborted || isMalformed(err) || classify('delete', err) === 'Permanent') {
+      if (
+        ctx.signal?.aborted ||
+        isMalformedAnswer(err) ||
+        classify('delete', err) === 'Permanent'
+      ) {
         throw err;
       }
       rt.log.debug({ node, name, ...errorFields(err) }, 'proxmox seed delete skipped on a node');

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { VmConfig } from './api.js';
+import type { VmConfig } from './seam.js';
 
 const DISK_KEY_RE = /^(scsi|virtio|sata|ide)\d+$/;
 

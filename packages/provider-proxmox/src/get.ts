@@ -6,14 +6,19 @@
  */
 import { isIPv4 } from 'node:net';
 import type { Instance, OperationContext, State } from '@proxy-op/contract';
-import { ApiError, type VmConfig } from './api.js';
 import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, isDoesNotExist } from './classify.js';
-import { formatId, type VmId } from './id.js';
+import { ApiError } from './errors.js';
+import { formatId, type ProxmoxId } from './id.js';
 import { parseDescription } from './mark.js';
 import { agentEnabled, isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import type { VmConfig, VmStatus } from './seam.js';
 
 /** Reads the VM at the ID; NotFound when it is gone, another VM, or carries no mark. */
-export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise<Instance> {
+export async function getInstance(
+  rt: Runtime,
+  id: ProxmoxId,
+  ctx: OperationContext,
+): Promise<Instance> {
   const { vmid, name } = id;
   const entry = (await rt.api.clusterResources(ctx.signal)).find((e) => e.vmid === vmid);
   if (entry === undefined || entry.type !== 'qemu') {
@@ -55,10 +60,14 @@ export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise
   }
   const st = await rt.api.vmStatus({ node: entry.node, vmid }, ctx.signal);
   const state = mapStatus(st.status, st.qmpstatus);
-  if (state === 'agent' && !agentEnabled(config.agent)) {
-    // No agent, or one switched off (`agent: 0`, which the agent call answers
-    // as "not running" forever): this VM can never report an address.
-    rt.log.debug({ ...fields, agent: config.agent ?? 'none' }, 'proxmox vm without guest agent');
+  const noAgent = state === 'agent' ? withoutAgent(config, st) : undefined;
+  if (noAgent !== undefined) {
+    // The agent call would answer "not running" forever, as for an agent still
+    // booting: this VM can never report an address, so it is replaced.
+    rt.log.debug(
+      { ...fields, agent: config.agent ?? 'none', reason: noAgent },
+      'proxmox vm without guest agent can never report an address',
+    );
     return { ...base, state: 'Stopped' };
   }
   if (state === 'Stopped' && st.status === 'stopped' && !seedAttached(rt, config, name)) {
@@ -71,6 +80,19 @@ export async function get(rt: Runtime, id: VmId, ctx: OperationContext): Promise
   return agent.ip === undefined
     ? { ...base, state: agent.state }
     : { ...base, state: agent.state, ip: agent.ip };
+}
+
+/**
+ * Why a running VM can never report an address, or undefined when it can:
+ * its config has no agent or switches it off (`agent: 0`, pending changes
+ * included: from the next start on), or QEMU runs without the agent's
+ * channel (status/current has no `agent` flag: the agent was switched on
+ * only after the start, and a pending change waits for the next one).
+ */
+function withoutAgent(config: VmConfig, st: VmStatus): string | undefined {
+  if (!agentEnabled(config.agent)) return 'the config has no guest agent';
+  if (st.agent !== 1) return 'the vm runs without the guest agent (enabled after its start)';
+  return undefined;
 }
 
 /** True when the VM's config has the seed of `name` on ide2, as Create's config step writes it. */
@@ -91,7 +113,7 @@ async function agentAddress(
     const ip = firstRoutableIPv4(ifaces);
     return ip === undefined ? { state: 'Provisioning' } : { state: 'Running', ip };
   } catch (err) {
-    if (err instanceof ApiError && err.status === 500) {
+    if (ApiError.isInstance(err) && err.status === 500) {
       if (err.apiMessage === AGENT_NOT_RUNNING) return { state: 'Provisioning' };
       if (err.apiMessage === AGENT_NOT_CONFIGURED) return { state: 'Stopped' };
     }

@@ -8,8 +8,10 @@
 import type { IdParser } from '@proxy-op/contract';
 
 /** A parsed provider ID. */
-export interface VmId {
+export interface ProxmoxId {
+  /** The VM's VMID. */
   readonly vmid: number;
+  /** The VM's name. */
   readonly name: string;
 }
 
@@ -18,7 +20,7 @@ const VMID_RE = /^[1-9][0-9]{2,8}$/;
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** Formats `vms/<vmid>/<name>`. */
-export function formatId(id: VmId): string {
+export function formatId(id: ProxmoxId): string {
   return `vms/${String(id.vmid)}/${id.name}`;
 }
 
@@ -28,7 +30,7 @@ export function formatId(id: VmId): string {
  * label (the only names Create gives VMs). Anything else
  * gives undefined (the operation shell makes that a Permanent error).
  */
-export function parseId(id: string): VmId | undefined {
+export function parseId(id: string): ProxmoxId | undefined {
   if (typeof id !== 'string') return undefined;
   const parts = id.split('/');
   const [lit, vmid, name] = parts;
@@ -46,7 +48,7 @@ export function parseId(id: string): VmId | undefined {
 }
 
 /** The ID parser the operation shell uses. */
-export const vmIds: IdParser<VmId> = Object.freeze({
+export const ids: IdParser<ProxmoxId> = Object.freeze({
   parse: parseId,
   shape: 'vms/<vmid>/<name>',
 });

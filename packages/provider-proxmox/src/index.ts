@@ -4,20 +4,26 @@
  *
  * @packageDocumentation
  */
-export { ApiError, CaFileError, TokenFileError } from './api.js';
 export { type Budgets, DEFAULT_BUDGETS } from './budgets.js';
 export { ProxmoxReason } from './check.js';
-export { classify, TaskFailedError, TaskTimeoutError } from './classify.js';
+export { classify } from './classify.js';
 export {
   CONFIG_DEFAULTS,
   configSchema,
   type MachineTypeEntry,
   type ProxmoxConfig,
+  type ProxmoxDeps,
   type TemplateEntry,
   type VmidRange,
 } from './config.js';
-export { formatId, parseId, type VmId } from './id.js';
-export type { ProxmoxDeps } from './implementation.js';
+export {
+  ApiError,
+  CaFileError,
+  TaskFailedError,
+  TaskTimeoutError,
+  TokenFileError,
+} from './errors.js';
+export { formatId, type ProxmoxId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
 export { vmidFor } from './vmid.js';
 

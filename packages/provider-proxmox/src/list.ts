@@ -4,11 +4,16 @@
  *
  * @module
  */
-import { belongsTo, type Instance, type OperationContext } from '@proxy-op/contract';
-import type { VmConfig } from './api.js';
+import {
+  belongsTo,
+  type Instance,
+  isMalformedAnswer,
+  type OperationContext,
+} from '@proxy-op/contract';
 import { formatId } from './id.js';
 import { hasProxyTag, parseDescription } from './mark.js';
-import { errorFields, isMalformed, type Runtime } from './runtime.js';
+import { errorFields, type Runtime } from './runtime.js';
+import type { VmConfig } from './seam.js';
 
 /**
  * Lists the installation's VMs with ID, UID and creation time. Candidates
@@ -16,7 +21,7 @@ import { errorFields, isMalformed, type Runtime } from './runtime.js';
  * config cannot be read (its node is down, it was destroyed meanwhile) is
  * skipped, but an answer that cannot be read fails the call.
  */
-export async function list(
+export async function listInstances(
   rt: Runtime,
   installation: string,
   ctx: OperationContext,
@@ -39,7 +44,7 @@ export async function list(
     try {
       config = await rt.api.vmConfig({ node: e.node, vmid: e.vmid }, ctx.signal);
     } catch (err) {
-      if (ctx.signal?.aborted || isMalformed(err)) throw err;
+      if (ctx.signal?.aborted || isMalformedAnswer(err)) throw err;
       rt.log.debug(
         { vmid: e.vmid, node: e.node, ...errorFields(err) },
         'proxmox unreadable candidate skipped',

@@ -5,9 +5,9 @@
  */
 import type { Profile, ProviderModule } from '@proxy-op/contract';
 import { classify } from './classify.js';
-import { configSchema, type ProxmoxConfig } from './config.js';
-import type { VmId } from './id.js';
-import { type ProxmoxDeps, ProxmoxImplementation } from './implementation.js';
+import { configSchema, type ProxmoxConfig, type ProxmoxDeps } from './config.js';
+import type { ProxmoxId } from './id.js';
+import { createImplementation } from './implementation.js';
 
 /** The provider's choices on the contract's nineteen axes (§4). */
 export const profile: Profile = Object.freeze({
@@ -36,12 +36,12 @@ export const profile: Profile = Object.freeze({
  * The Proxmox VE provider module, type `proxmox`. Build a provider with
  * `createProvider(providerModule, name, config, deps)`.
  */
-export const providerModule: ProviderModule<ProxmoxConfig, ProxmoxDeps, VmId> = Object.freeze<
-  ProviderModule<ProxmoxConfig, ProxmoxDeps, VmId>
+export const providerModule: ProviderModule<ProxmoxConfig, ProxmoxDeps, ProxmoxId> = Object.freeze<
+  ProviderModule<ProxmoxConfig, ProxmoxDeps, ProxmoxId>
 >({
   type: 'proxmox',
   configSchema,
   profile,
   classify,
-  create: (name, config, deps) => new ProxmoxImplementation(name, config, deps),
+  create: createImplementation,
 });

@@ -6,12 +6,12 @@
  */
 import type { CheckedCreateRequest, OperationContext } from '@proxy-op/contract';
 import { buildSeedISO, NoCloudError } from '@proxy-op/nocloud';
-import type { VmConfig } from './api.js';
-import { TaskFailedError } from './classify.js';
 import type { MachineTypeEntry } from './config.js';
 import { bootDisk, diskSizeBytes, rewriteNet0 } from './disk.js';
+import { TaskFailedError } from './errors.js';
 import { PROXY_TAG } from './mark.js';
 import { type Runtime, seedName } from './runtime.js';
+import type { VmConfig } from './seam.js';
 import { waitTask } from './tasks.js';
 
 /** Where a request's placement resolved to. */
@@ -122,7 +122,7 @@ async function start(rt: Runtime, ctx: OperationContext, vm: OurVm): Promise<voi
   try {
     await waitTask(rt, ctx, vm.node, upid, rt.budgets.start);
   } catch (err) {
-    if (!(err instanceof TaskFailedError)) throw err;
+    if (!TaskFailedError.isInstance(err)) throw err;
     const st = await rt.api.vmStatus(ref, ctx.signal);
     if (st.status !== 'running') throw err;
     rt.log.debug({ vmid: vm.vmid, upid }, 'proxmox vm already running');

@@ -5,9 +5,10 @@
  * @module
  */
 import type { Clock, Logger } from '@proxy-op/contract';
-import { ApiError, type ProxmoxApi } from './api.js';
 import type { Budgets } from './budgets.js';
 import type { ProxmoxConfig } from './config.js';
+import { ApiError } from './errors.js';
+import type { ProxmoxApi } from './seam.js';
 
 /** The provider's state, shared by its operations. Built once per provider. */
 export interface Runtime {
@@ -47,13 +48,8 @@ export function seedVolid(storage: string, name: string): string {
   return `${storage}:iso/${seedName(name)}`;
 }
 
-/** True for a failure to read an answer (the shell's malformed-answer kinds). */
-export function isMalformed(err: unknown): boolean {
-  return err instanceof TypeError || err instanceof SyntaxError || err instanceof RangeError;
-}
-
 /** Log fields of a failure: the HTTP status and API message, or the error's name. */
 export function errorFields(err: unknown): Record<string, string | number> {
-  if (err instanceof ApiError) return { httpStatus: err.status, error: err.apiMessage };
+  if (ApiError.isInstance(err)) return { httpStatus: err.status, error: err.apiMessage };
   return { error: err instanceof Error ? err.name : typeof err };
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import type { OperationContext } from '@proxy-op/contract';
-import { TaskFailedError, TaskTimeoutError } from './classify.js';
+import { TaskFailedError, TaskTimeoutError } from './errors.js';
 import type { Runtime } from './runtime.js';
 
 /** The node a UPID names (`UPID:<node>:...`), or undefined. */

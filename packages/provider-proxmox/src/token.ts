@@ -5,7 +5,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { TokenFileError } from './api.js';
+import { TokenFileError } from './errors.js';
 
 const TOKEN_RE = /^([^\s@!=]+@[^\s@!=]+![^\s=]+)=(\S+)$/;
 

@@ -21,8 +21,8 @@ export function fnv1a64(s: string): bigint {
 }
 
 /**
- * The VMID probed at `attempt` for `uid`: `min + (fnv1a64(uid) + attempt)
- * mod (max - min + 1)`. Attempt 0 is where a Proxy's VM normally lives;
+ * The VMID probed at `attempt` for `uid`:
+ * `min + (fnv1a64(uid) + attempt) mod (max - min + 1)`. Attempt 0 is where a Proxy's VM normally lives;
  * later attempts step forward past VMIDs taken by others.
  */
 export function vmidFor(uid: string, attempt: number, range: VmidRange): number {

@@ -6,7 +6,6 @@ import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readAnswer } from '../src/answers.js';
-import { ApiError } from '../src/api.js';
 import {
   AGENT_NOT_CONFIGURED,
   AGENT_NOT_RUNNING,
@@ -17,6 +16,7 @@ import {
   isNoSuchStorage,
 } from '../src/classify.js';
 import { HttpProxmoxApi } from '../src/client.js';
+import { ApiError } from '../src/errors.js';
 import { captured, capturedNames, messageOf, render } from './support/answers.js';
 import {
   ANSWER_CLASSES,
@@ -339,6 +339,99 @@ describe('the double answers as kept', () => {
       'error-501-not-implemented',
       { node: 'pv1-1', vmid: 100123 },
     );
+  });
+
+  it("the guest agent's answers follow qemu-server's assert_agent_available, from the running config", async () => {
+    // qemu-server PVE/QemuServer/Agent.pm checks, in this order: no `agent` key in the VM's
+    // config (whatever the VM does) → not configured; the key there, whatever its value
+    // (`0` too), and the VM not running → VM <vmid> is not running; the agent not answering
+    // its ping (no channel, as QEMU was started with the agent off; not booted yet; not running
+    // in the guest) → not running. The config it reads is the running one: a change written
+    // while the VM runs waits as pending and counts from the next start. status/current's
+    // `agent` flag is that config's too.
+    const fx = await https();
+    const m = fx.model;
+    const vars = { node: 'pv1-1', vmid: 100123 };
+    const base = '/api2/json/nodes/pv1-1/qemu/100123';
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const vm = m.cloneNow(9001, 100123, 'proxy-a', 'd');
+    const put = async (body: string) => {
+      const r = await raw(fx, 'PUT', `${base}/config`, { body, headers: form });
+      expect([r.status, body]).toEqual([200, body]);
+    };
+    const power = async (what: 'start' | 'stop') => {
+      expect((await raw(fx, 'POST', `${base}/status/${what}`)).status).toBe(200);
+      await m.settle();
+    };
+    const restart = async () => {
+      await power('stop');
+      await power('start');
+    };
+    const flag = async () =>
+      (JSON.parse((await raw(fx, 'GET', `${base}/status/current`)).body) as { data: object }).data;
+    const rows: [string, () => Promise<void> | void, string, boolean][] = [
+      ['agent 1, stopped', () => {}, 'error-500-vm-not-running', true],
+      ['agent 1, running, booted', () => power('start'), 'answers', true],
+      [
+        'agent 1, running, not booted yet',
+        () => m.setTiming({ agentBootMs: 60_000 }),
+        'error-500-agent-not-running',
+        true,
+      ],
+      [
+        'agent 1, running, the guest agent not running',
+        () => {
+          m.setTiming({ agentBootMs: 0 });
+          vm.guestAgent = 'down';
+        },
+        'error-500-agent-not-running',
+        true,
+      ],
+      [
+        'agent 0 written while it runs (pending; the channel is still there)',
+        async () => {
+          vm.guestAgent = 'up';
+          await put('agent=0');
+        },
+        'answers',
+        true,
+      ],
+      // A stop leaves a pending change pending: the start applies it.
+      ['agent 0 pending, stopped', () => power('stop'), 'error-500-vm-not-running', true],
+      ['agent 0, started with it', () => power('start'), 'error-500-agent-not-running', false],
+      ['agent 0, stopped', () => power('stop'), 'error-500-vm-not-running', false],
+      ['agent 0, started again', () => power('start'), 'error-500-agent-not-running', false],
+      [
+        'agent 1 written while it runs with agent 0 (pending)',
+        () => put('agent=1'),
+        'error-500-agent-not-running',
+        false,
+      ],
+      ['agent 1 once restarted', restart, 'answers', true],
+      ['the key deleted while it runs (pending)', () => put('delete=agent'), 'answers', true],
+      ['no agent key, restarted', restart, 'error-500-agent-not-configured', false],
+      ['no agent key, stopped', () => power('stop'), 'error-500-agent-not-configured', false],
+    ];
+    for (const [name, arrange, want, enabled] of rows) {
+      await arrange();
+      const got = await raw(fx, 'GET', `${base}/agent/network-get-interfaces`);
+      if (want === 'answers') {
+        expect([name, got.status], name).toEqual([name, 200]);
+        const ifaces = readAnswer.agentNetworkInterfaces(JSON.parse(got.body).data);
+        expect(
+          ifaces.map((i) => i.name),
+          name,
+        ).toEqual(['lo', 'eth0']);
+      } else {
+        expect([name, got.status, got.reason], name).toEqual([
+          name,
+          render(want, vars).status,
+          render(want, vars).reason,
+        ]);
+        expectKept(got, want, vars);
+      }
+      expect([name, 'agent' in (await flag())], name).toEqual([name, enabled]);
+    }
   });
 
   it('the uploads pveproxy refuses', async () => {

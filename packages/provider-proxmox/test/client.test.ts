@@ -6,9 +6,9 @@ import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { createProvider, errorClassOf } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../src/api.js';
 import { classify } from '../src/classify.js';
 import { HttpProxmoxApi } from '../src/client.js';
+import { ApiError } from '../src/errors.js';
 import { providerModule } from '../src/module.js';
 import {
   createProxmoxFixture,

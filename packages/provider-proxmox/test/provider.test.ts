@@ -3,9 +3,9 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { errorClassOf, type Provider } from '@proxy-op/contract';
 import { createLogSink, createSpanRecorder } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { API_METHODS, ApiError } from '../src/api.js';
+import { ApiError } from '../src/errors.js';
 import { formatId } from '../src/id.js';
-import { decorateApi } from '../src/seam.js';
+import { API_METHODS, decorateApi } from '../src/seam.js';
 import { vmidFor } from '../src/vmid.js';
 import {
   createProxmoxFixture,
@@ -547,19 +547,55 @@ describe('Get', () => {
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
   });
 
-  it('Get: a VM started with agent 0 is Stopped; the agent answers it as not running, as qemu-server does', async () => {
-    const { p, m, api } = await setup();
+  /** A VM of ours, stopped, given `agent: 0` and started again: QEMU runs without the agent's channel. */
+  async function startedWithAgentOff() {
+    const fx = await setup();
+    const { p, m, api } = fx;
     const id = await p.create(request());
     const vm = vmOf(m, id);
     const ref = { node: vm.node, vmid: vm.vmid };
-    await api!.stop(ref);
-    await m.settle();
+    const power = async (what: 'start' | 'stop') => {
+      await api![what](ref);
+      await m.settle();
+    };
+    const restart = async () => {
+      await power('stop');
+      await power('start');
+    };
+    await power('stop');
     await api!.setVmConfig({ ...ref, params: { agent: '0' } });
-    await api!.start(ref);
-    await m.settle();
-    const err = (await failure(api!.agentNetworkInterfaces(ref))) as ApiError;
+    await power('start');
+    return { ...fx, api: api!, id, vm, ref, restart };
+  }
+
+  it('Get: a VM started with agent 0 is Stopped; the agent answers it as not running, as qemu-server does', async () => {
+    const { p, api, id, ref } = await startedWithAgentOff();
+    const err = (await failure(api.agentNetworkInterfaces(ref))) as ApiError;
     expect([err.status, err.apiMessage]).toEqual([500, 'QEMU guest agent is not running']);
     expect((await p.get(id)).state).toBe('Stopped');
+  });
+
+  it('Get: a VM started with agent 0 and switched to agent 1 while it runs is Stopped, not Provisioning forever', async () => {
+    // The config (pending change applied) says agent 1, but QEMU runs without the agent's
+    // channel until the next start: status/current has no agent flag, and the agent call
+    // answers "not running" for as long as the VM runs, as for an agent still booting.
+    const { p, m, api, logs, id, vm, ref, restart } = await startedWithAgentOff();
+    await api.setVmConfig({ ...ref, params: { agent: '1' } });
+    expect((await api.vmConfig(ref)).agent).toBe('1');
+    expect((await api.vmStatus(ref)).agent).toBeUndefined();
+    const err = (await failure(api.agentNetworkInterfaces(ref))) as ApiError;
+    expect([err.status, err.apiMessage]).toEqual([500, 'QEMU guest agent is not running']);
+    const before = m.calls.length;
+    expect((await p.get(id)).state).toBe('Stopped');
+    expect(m.calls.slice(before)).not.toContain('agentNetworkInterfaces');
+    expect(
+      logs.lines.find((l) => l.msg === 'proxmox vm without guest agent can never report an address')
+        ?.fields,
+    ).toMatchObject({ vmid: vm.vmid, reason: expect.stringContaining('enabled after its start') });
+    // Restarted, it runs with the agent, which answers: Running again.
+    await restart();
+    expect((await api.vmStatus(ref)).agent).toBe(1);
+    expect((await p.get(id)).state).toBe('Running');
   });
 
   it('Get: a VM of ours cloned but not yet given its seed is Provisioning, not Stopped', async () => {

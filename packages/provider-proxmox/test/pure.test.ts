@@ -2,7 +2,6 @@
 import { ConfigError, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { readAnswer } from '../src/answers.js';
-import { API_METHODS } from '../src/api.js';
 import { classify } from '../src/classify.js';
 import { configSchema } from '../src/config.js';
 import { bootDisk, cloudInitDrives, diskSizeBytes, rewriteNet0 } from '../src/disk.js';
@@ -10,6 +9,7 @@ import { firstRoutableIPv4, mapStatus } from '../src/get.js';
 import { parseId } from '../src/id.js';
 import { formatDescription, parseDescription } from '../src/mark.js';
 import { profile, providerModule } from '../src/module.js';
+import { API_METHODS } from '../src/seam.js';
 import { fnv1a64, vmidFor } from '../src/vmid.js';
 import { CLASSIFY_CASES } from './support/fixture.js';
 

@@ -5,8 +5,9 @@
 import { readFileSync } from 'node:fs';
 import type { ErrorClass, Operation } from '@proxy-op/contract';
 import type { ClassifyCase } from '@proxy-op/providertest';
-import { operationView, translate } from '../../src/adapter.js';
+import { operationView } from '../../src/answers.js';
 import { ComputeApiError, CredentialsError, OperationFailedError } from '../../src/errors.js';
+import { translate } from '../../src/translate.js';
 
 const dir = new URL('../fixtures/compute/', import.meta.url);
 

@@ -219,6 +219,8 @@ export class ComputeDouble {
   readonly networks = new Set(['default']);
   /** Every request, as `METHOD /path?query`. */
   readonly requests: string[] = [];
+  /** How many requests the client hung up on before their answer was sent. */
+  hungUp = 0;
   /** Zones that do not answer. */
   readonly isolated = new Set<string>();
   /** Permissions the caller lacks (`compute.instances.list`). */
@@ -404,6 +406,9 @@ export class ComputeDouble {
     const url = new URL(req.url ?? '/', 'http://double');
     const method = req.method ?? 'GET';
     this.requests.push(`${method} ${url.pathname}${url.search}`);
+    res.on('close', () => {
+      if (!res.writableEnded) this.hungUp++;
+    });
     const blocker = this.#blocker;
     if (blocker !== undefined) {
       if (blocker.skip > 0) blocker.skip--;

@@ -10,9 +10,9 @@ import type {
   PlantedMark,
 } from '@proxy-op/providertest';
 import { OAuth2Client } from 'google-auth-library';
-import { classify } from '../../src/errors.js';
-import { parseId } from '../../src/ids.js';
-import { GCP_DEFAULTS, providerModule } from '../../src/index.js';
+import { classify } from '../../src/classify.js';
+import { parseId } from '../../src/id.js';
+import { CONFIG_DEFAULTS, providerModule } from '../../src/index.js';
 import { classifyCases } from './cases.js';
 import {
   type ComputeDouble,
@@ -64,7 +64,7 @@ export async function createGcpFixture(
     project: double.project,
     zones: ['us-central1-a', 'us-central1-b'],
     images: {
-      'ubuntu-2404': GCP_DEFAULTS.images['ubuntu-2404'],
+      'ubuntu-2404': CONFIG_DEFAULTS.images['ubuntu-2404'],
       'debian-12': 'projects/debian-cloud/global/images/family/debian-12',
     },
     firewall: { enabled: true, sourceRanges: ['203.0.113.0/24'] },

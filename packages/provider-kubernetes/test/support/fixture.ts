@@ -17,11 +17,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadYaml } from '@kubernetes/client-node';
 import {
+  BudgetError,
   type CreateRequest,
   createProvider,
   type Provider,
   type ProviderDeps,
 } from '@proxy-op/contract';
+import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
 import { KubeTestServer } from '@proxy-op/kube-testserver';
 import type { BackendHarness, ClassifyCase, ConformanceFixture } from '@proxy-op/providertest';
 import { CONFIG_DEFAULTS } from '../../src/config.js';
@@ -29,15 +31,25 @@ import {
   CredentialsError,
   KubernetesApiError,
   KubernetesConnectionError,
-  KubernetesTimeoutError,
 } from '../../src/errors.js';
-import { podIds } from '../../src/id.js';
-import { markLabels } from '../../src/labels.js';
+import { ids as podIds } from '../../src/id.js';
+import { APP_LABELS, markLabels } from '../../src/labels.js';
 import { providerModule } from '../../src/module.js';
-import { buildPod } from '../../src/pod.js';
+import { buildPod, SQUID_CONF_ANNOTATION } from '../../src/pod.js';
+import { buildAuthSecret } from '../../src/secret.js';
 import { admin, adminOk, podPath } from './admin.js';
 import { ApiFront } from './front.js';
-import { Kubelet } from './kubelet.js';
+import { KUBELET_SYNC_PERIOD_MS, Kubelet, type KubeletOptions } from './kubelet.js';
+import type { MountedVolume } from './volumes.js';
+
+/**
+ * The password file sentinel: a user of the password file every
+ * conformance Create sends, which must never leak (like cloud-init).
+ */
+export const PASSWORD_FILE_SENTINEL = 'passwd-SENTINEL-9e41-never-log-me';
+
+/** The password file the conformance requests carry: one SHA-512-crypt line. */
+export const SENTINEL_PASSWORD_FILE = `${PASSWORD_FILE_SENTINEL}:$6$c0nf0rm4nce$zdTiAdTe1HWa1XeWse.cJas49Rvd5qYT..YV4eMEkr/3qKYLFYS1rWF9aKghrLqnW5lfH9IvGxs/2P2mHxDNP1\n`;
 
 /** The credential sentinel: a token the provider presents, which must never leak. */
 export const KUBE_CREDENTIAL_SENTINEL = 'kube-token-SENTINEL-4c7e-never-log-me';
@@ -138,7 +150,12 @@ export interface KubeFixtureOptions {
   readonly config?: Record<string, unknown> | undefined;
   /** Extra deps for createProvider. */
   readonly deps?: Partial<ProviderDeps> | undefined;
+  /** The kubelet's options (a shorter sync period, which `authSettleMs` follows). */
+  readonly kubelet?: KubeletOptions | undefined;
 }
+
+/** What `authSettleMs` allows beyond the kubelet's sync period: a loaded machine's delays. */
+const AUTH_SETTLE_MARGIN_MS = 5_000;
 
 /** What a fixture gives a test besides the conformance pair. */
 export interface KubeFixture extends ConformanceFixture {
@@ -156,6 +173,22 @@ export interface KubeFixture extends ConformanceFixture {
   another(patch?: Record<string, unknown>, deps?: Partial<ProviderDeps>): Promise<Provider>;
 }
 
+/**
+ * A Create request for `name` in `default` with a placement the fixture
+ * accepts and a UID made from the name, changed by `patch`.
+ */
+export function proxyRequest(name: string, patch: Partial<CreateRequest> = {}): CreateRequest {
+  return {
+    name,
+    namespace: 'default',
+    uid: `6c1d5f0e-2b7a-4c0e-9d43-${name.replace(/\W/g, '').padStart(12, '0').slice(-12)}`,
+    port: 3128,
+    cloudInit: new TextEncoder().encode('#cloud-config\n'),
+    placement: { zone: 'zone-a', machineType: 'small', image: 'squid' },
+    ...patch,
+  };
+}
+
 /** The path of a Pod from its provider ID. */
 export function pathOf(id: string): { namespace: string; name: string } {
   const parts = podIds.parse(id);
@@ -170,7 +203,7 @@ export async function createKubeFixture(
 ): Promise<KubeFixture> {
   const server = await KubeTestServer.start();
   const front = await ApiFront.start(server.url, server.caCert);
-  const kubelet = new Kubelet(server);
+  const kubelet = new Kubelet(server, opts.kubelet);
   let failNext = false;
   front.onPodCreated = async (ns, name) => {
     await kubelet.schedule(ns, name);
@@ -200,17 +233,60 @@ export async function createKubeFixture(
     return p;
   };
   const provider = await build();
+  // The Secret volumes of the Pods a credential check has looked at, by Pod, with its UID.
+  const mounts = new Map<string, { uid: string; volumes: MountedVolume[] }>();
   const images = config.images as Record<string, { image: string }>;
   const firstImage = Object.values(images)[0]!.image;
 
+  // A proxy Pod as the provider builds it, asking for credentials of `realm` when given.
+  const proxyPod = (
+    namespace: string,
+    name: string,
+    uid: string,
+    installation: string | undefined,
+    realm: string | undefined,
+  ) => {
+    const machineTypes = config.machineTypes as Record<string, { cpu: string; memory: string }>;
+    return buildPod({
+      namespace,
+      name,
+      uid,
+      installation: installation ?? 'default',
+      port: 3128,
+      allowedSources: ['10.0.0.0/8'],
+      connectPorts: [443],
+      image: {
+        image: firstImage,
+        squidPath: CONFIG_DEFAULTS.squidPath,
+        runAsUser: CONFIG_DEFAULTS.runAsUser,
+        runAsGroup: CONFIG_DEFAULTS.runAsGroup,
+      },
+      machineType: Object.values(machineTypes)[0]!,
+      imagePullSecrets: [],
+      ...(realm === undefined
+        ? {}
+        : { auth: { realm, credentialsTtlSeconds: CONFIG_DEFAULTS.credentialsTtlSeconds } }),
+    });
+  };
+  // An unmarked Pod is something else; a marked one is a proxy Pod (of the Go original, or
+  // another installation's) asking for the credentials the base request asks for.
   const plant = async (name: string, labels: Record<string, string>, run: boolean) => {
     const ns = 'default';
-    await adminOk(server, 'POST', `/api/v1/namespaces/${ns}/pods`, {
-      body: {
-        metadata: { name, labels: { 'app.kubernetes.io/name': 'something-else', ...labels } },
-        spec: { containers: [{ name: 'main', image: firstImage }] },
-      },
-    });
+    const body =
+      Object.keys(labels).length === 0
+        ? {
+            metadata: { name, labels: { 'app.kubernetes.io/name': 'something-else' } },
+            spec: { containers: [{ name: 'main', image: firstImage }] },
+          }
+        : proxyPod(ns, name, '', undefined, harness.baseRequest.auth?.realm);
+    if (Object.keys(labels).length > 0) {
+      body.metadata = {
+        name,
+        labels: { ...APP_LABELS, ...labels },
+        annotations: body.metadata?.annotations ?? {},
+      };
+    }
+    await adminOk(server, 'POST', `/api/v1/namespaces/${ns}/pods`, { body });
     await kubelet.schedule(ns, name);
     if (run) await kubelet.run(ns, name, '10.9.9.8');
     return podIds.format({ namespace: ns, name });
@@ -240,6 +316,11 @@ export async function createKubeFixture(
       namespace: 'default',
       port: 3128,
       placement: { zone: 'zone-a', machineType: 'small', image: 'squid' },
+      // Every conformance proxy asks for credentials, so every check counts its Secret too.
+      auth: {
+        realm: 'proxy-op conformance',
+        passwordFile: new TextEncoder().encode(SENTINEL_PASSWORD_FILE),
+      },
     },
     invalidPlacements: [
       {
@@ -263,6 +344,18 @@ export async function createKubeFixture(
     ],
     backendCalls: () => front.count,
     instanceCount: async () => kubelet.pods().length,
+    // The password files' Secrets, once the garbage collector has removed those of gone Pods.
+    secondaryCount: async () => {
+      await server.settled();
+      return server
+        .objects('', 'secrets')
+        .filter(
+          (o) =>
+            (o.metadata as { labels?: Record<string, string> }).labels?.[
+              'app.kubernetes.io/managed-by'
+            ] === 'proxy-op',
+        ).length;
+    },
     setRunning: async (id, ip) => {
       const { namespace, name } = pathOf(id);
       await kubelet.run(namespace, name, ip);
@@ -292,25 +385,25 @@ export async function createKubeFixture(
       return front.holdNextDelete(podPath(namespace, name));
     },
     plantNeverStarted: async (req: CreateRequest) => {
-      const machineTypes = config.machineTypes as Record<string, { cpu: string; memory: string }>;
-      const pod = buildPod({
-        namespace: req.namespace,
-        name: req.name,
-        uid: req.uid,
-        installation: req.installation ?? 'default',
-        port: req.port,
-        allowedSources: ['10.0.0.0/8'],
-        connectPorts: [443],
-        image: {
-          image: firstImage,
-          squidPath: CONFIG_DEFAULTS.squidPath,
-          runAsUser: CONFIG_DEFAULTS.runAsUser,
-          runAsGroup: CONFIG_DEFAULTS.runAsGroup,
-        },
-        machineType: Object.values(machineTypes)[0]!,
-        imagePullSecrets: [],
+      const pod = proxyPod(req.namespace, req.name, req.uid, req.installation, req.auth?.realm);
+      const planted = await adminOk(server, 'POST', `/api/v1/namespaces/${req.namespace}/pods`, {
+        body: pod,
       });
-      await adminOk(server, 'POST', `/api/v1/namespaces/${req.namespace}/pods`, { body: pod });
+      if (req.auth !== undefined) {
+        const secret = buildAuthSecret(
+          {
+            namespace: req.namespace,
+            name: req.name,
+            uid: planted.body.metadata.uid,
+            markUid: req.uid,
+            installation: req.installation ?? 'default',
+          },
+          req.auth.passwordFile,
+        );
+        await adminOk(server, 'POST', `/api/v1/namespaces/${req.namespace}/secrets`, {
+          body: secret,
+        });
+      }
       await kubelet.schedule(req.namespace, req.name);
       return podIds.format({ namespace: req.namespace, name: req.name });
     },
@@ -379,6 +472,39 @@ export async function createKubeFixture(
       await writeFile(tokenFile, `${grantedToken()}\n`);
     },
     settle: () => kubelet.settle(),
+    // The conformance Pods run no Squid (no container runs here), so the answer is the one
+    // Squid's basic_ncsa_auth would give: the password file the Pod's Squid configuration
+    // names, read where the kubelet stand-in mounts it from the Pod's Secret volume (mounted on
+    // the first check, as the kubelet does before the container starts, then kept up to date
+    // once per sync period), and the credential checked against its line with verifyPassword.
+    // Squid's credentialsttl is not modelled here; test/auth-squid.test.ts holds a real Squid
+    // to it.
+    acceptsCredential: async (id, credential) => {
+      const { namespace, name } = pathOf(id);
+      const pod = kubelet.pod(namespace, name);
+      if (pod === undefined) throw new Error(`harness: no Pod ${namespace}/${name}`);
+      const conf = pod.metadata.annotations?.[SQUID_CONF_ANNOTATION] ?? '';
+      const file = /^auth_param basic program \S+ (\S+)$/m.exec(conf)?.[1];
+      // A Squid without an authentication helper serves its sources alone: anyone is in.
+      if (file === undefined) return true;
+      const uid = (pod.metadata as { uid?: string }).uid ?? '';
+      let mounted = mounts.get(`${namespace}/${name}`);
+      if (mounted?.uid !== uid) {
+        mounted = { uid, volumes: await kubelet.volumes.mount(pod) };
+        mounts.set(`${namespace}/${name}`, mounted);
+      }
+      const volume = mounted.volumes.find((v) => file.startsWith(`${v.mountPath}/`));
+      if (volume === undefined) {
+        throw new Error(`harness: no volume of Pod ${namespace}/${name} holds ${file}`);
+      }
+      const text = await readFile(
+        join(volume.hostDir, file.slice(volume.mountPath.length + 1)),
+        'utf8',
+      );
+      const hash = parsePasswordFile(text).get(credential.username);
+      return hash !== undefined && verifyPassword(credential.password, hash);
+    },
+    authSettleMs: (opts.kubelet?.syncPeriodMs ?? KUBELET_SYNC_PERIOD_MS) + AUTH_SETTLE_MARGIN_MS,
     failNextCreateLater: () => {
       failNext = true;
     },
@@ -396,6 +522,7 @@ export async function createKubeFixture(
     grantedToken,
     another: build,
     async cleanup() {
+      await kubelet.stopAll();
       for (const p of providers) await p.close?.();
       await front.stop();
       await server.stop();
@@ -559,7 +686,7 @@ export const CLASSIFY_CASES: readonly ClassifyCase[] = [
   {
     name: 'a request past its budget',
     op: 'get',
-    error: new KubernetesTimeoutError('read pod', 30_000),
+    error: new BudgetError('readPod', 30_000),
     want: 'Transient',
   },
   {

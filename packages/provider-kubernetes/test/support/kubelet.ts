@@ -11,31 +11,120 @@
  * {@link Kubelet.settle} deletes it again with a grace period of 0, as the
  * kubelet does once the containers have stopped.
  *
- * Peer: the Kubernetes API test server.
+ * {@link Kubelet.runSquid} runs a Pod's container for real: the Squid
+ * configuration the Pod carries (its annotation, which the container
+ * mounts) in a real Squid on a loopback address standing in for the Pod's
+ * IP, so a client's traffic goes through what the provider rendered. The
+ * Pod's Secret volumes are written to host directories first and kept up
+ * to date once per sync period (`volumes.ts`), and the configuration's
+ * paths under their mount points are pointed at those directories.
+ *
+ * Peers: the Kubernetes API test server; the real Squid (Debian `squid`);
+ * the local filesystem.
  *
  * @module
  */
 import type { KubeTestServer } from '@proxy-op/kube-testserver';
+import { type RunningSquid, startSquid } from '@proxy-op/testkit';
+import { SQUID_CONF_ANNOTATION } from '../../src/pod.js';
 import { adminOk, podPath } from './admin.js';
+import { type PodVolumesSpec, SecretVolumes } from './volumes.js';
+
+/** The real kubelet's sync period (`syncFrequency`), within which a changed Secret is seen. */
+export const KUBELET_SYNC_PERIOD_MS = 60_000;
+
+/** Options of {@link Kubelet}. */
+export interface KubeletOptions {
+  /** How often a running Pod's Secret volumes are brought up to date; {@link KUBELET_SYNC_PERIOD_MS} by default. */
+  readonly syncPeriodMs?: number | undefined;
+}
 
 /** The node every Pod is scheduled to. */
 export const NODE_NAME = 'node-a';
 
 const MERGE = 'application/merge-patch+json';
 
-interface PodObject {
+interface PodObject extends PodVolumesSpec {
   metadata: {
     name: string;
     namespace: string;
     deletionTimestamp?: string;
     finalizers?: string[];
+    annotations?: Record<string, string>;
   };
   status?: { phase?: string; podIP?: string };
 }
 
 /** The kubelet of one test server. */
 export class Kubelet {
-  constructor(readonly server: KubeTestServer) {}
+  /** The Squids {@link runSquid} started, by `namespace/name`. */
+  readonly #squids = new Map<string, RunningSquid>();
+
+  /** The Secret volumes of the Pods whose Squid runs. */
+  readonly volumes: SecretVolumes;
+
+  constructor(
+    readonly server: KubeTestServer,
+    opts: KubeletOptions = {},
+  ) {
+    this.volumes = new SecretVolumes(server, opts.syncPeriodMs ?? KUBELET_SYNC_PERIOD_MS);
+  }
+
+  /**
+   * Runs the Pod's container: its rendered Squid configuration in a real
+   * Squid listening on `ip` (a loopback address, the Pod's network: the
+   * configuration's `http_port N` becomes `http_port ip:N`, nothing else
+   * changes), then reports the Pod Running at `ip`. Stopped by
+   * {@link stopSquid}, {@link settle} once the Pod is deleted, or
+   * {@link stopAll}.
+   */
+  async runSquid(namespace: string, name: string, ip: string): Promise<RunningSquid> {
+    const pod = this.pod(namespace, name);
+    let conf = pod?.metadata.annotations?.[SQUID_CONF_ANNOTATION];
+    if (pod === undefined || conf === undefined)
+      throw new Error(`Pod ${namespace}/${name} carries no Squid configuration`);
+    const m = /^http_port (\d+)$/m.exec(conf);
+    if (m === null)
+      throw new Error(`the Squid configuration of ${namespace}/${name} has no http_port`);
+    const port = Number(m[1]);
+    // The container's view of its volumes: their mount points are the host directories.
+    for (const v of await this.volumes.mount(pod)) {
+      conf = conf.replaceAll(`${v.mountPath}/`, `${v.hostDir}/`);
+    }
+    let squid: RunningSquid;
+    try {
+      squid = await startSquid({
+        host: ip,
+        port,
+        config: conf.replace(/^http_port \d+$/m, `http_port ${ip}:${port}`),
+      });
+    } catch (err) {
+      await this.volumes.unmount(namespace, name);
+      throw err;
+    }
+    this.#squids.set(`${namespace}/${name}`, squid);
+    await this.run(namespace, name, ip);
+    return squid;
+  }
+
+  /** Stops the Squid of the Pod, as its container stopping would. */
+  async stopSquid(namespace: string, name: string): Promise<void> {
+    const squid = this.#squids.get(`${namespace}/${name}`);
+    this.#squids.delete(`${namespace}/${name}`);
+    await squid?.stop();
+    await this.volumes.unmount(namespace, name);
+  }
+
+  /** Stops every Squid this kubelet started. */
+  async stopAll(): Promise<void> {
+    await Promise.all(
+      [...this.#squids.keys()].map((k) => {
+        const [ns = '', name = ''] = k.split('/');
+        return this.stopSquid(ns, name);
+      }),
+    );
+    await this.volumes.close();
+  }
 
   /** Every Pod the server stores, in every namespace. */
   pods(): PodObject[] {
@@ -107,6 +196,7 @@ export class Kubelet {
     for (const p of this.pods()) {
       const { namespace, name, deletionTimestamp } = p.metadata;
       if (deletionTimestamp === undefined) continue;
+      await this.stopSquid(namespace, name);
       await this.#deleteNow(namespace, name);
     }
     await this.server.settled();

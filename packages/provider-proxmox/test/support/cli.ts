@@ -4,15 +4,38 @@
 // HTTPS fake of PVE in this process, which can kill the command at any request.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { proxyOpCommand } from '@proxy-op/testkit';
 
-const require = createRequire(import.meta.url);
 /** The command as npm links it (the operator package's `bin`). */
-const CLI = join(dirname(require.resolve('@proxy-op/operator/package.json')), 'bin/proxy-op.js');
-const PROVIDER = fileURLToPath(new URL('../fixtures/proxmox-for-operator.mjs', import.meta.url));
+export const CLI = proxyOpCommand(import.meta.url);
+/** The provider as the command loads it: a providers-file `type` that is this path. */
+export const PROVIDER = fileURLToPath(
+  new URL('../fixtures/proxmox-for-operator.mjs', import.meta.url),
+);
+
+/** Where the command finds the PVE fake: its URL, its CA, and the token file. */
+export interface FakeAccess {
+  readonly url: string;
+  readonly caFile: string;
+  readonly tokenFile: string;
+}
+
+/** The `proxmox` block of a providers file for the fake: one node, template 9001, machine type `small`. */
+export function proxmoxBlock(access: FakeAccess): Record<string, unknown> {
+  return {
+    url: access.url,
+    tokenFile: access.tokenFile,
+    caFile: access.caFile,
+    nodes: ['pv1-1'],
+    isoStorage: 'proxy-seeds',
+    requestTimeoutSeconds: 10,
+    templates: { 'debian-13': { vmid: 9001 } },
+    machineTypes: { small: { cores: 1, memoryMiB: 1024 } },
+  };
+}
 
 /** How a run of the command ended. */
 export interface CliRun {
@@ -46,36 +69,18 @@ export interface Workspace {
 }
 
 /** A workspace whose providers file names one Proxmox provider, `pve`, at `url`. */
-export async function workspace(opts: {
-  url: string;
-  caFile: string;
-  tokenFile: string;
-  pollMs: number;
-}): Promise<Workspace> {
+export async function workspace(
+  opts: FakeAccess & { readonly pollMs: number },
+): Promise<Workspace> {
   const root = await mkdtemp(join(tmpdir(), 'proxy-op-pve-'));
   const dir = join(root, 'proxies');
   await mkdir(dir);
   const providers = join(root, 'providers.yaml');
+  // JSON is YAML: the providers file the command reads.
   await writeFile(
     providers,
-    [
-      'installation: crash-test',
-      'providers:',
-      '  - name: pve',
-      `    type: ${PROVIDER}`,
-      '    proxmox:',
-      `      url: ${opts.url}`,
-      `      tokenFile: ${opts.tokenFile}`,
-      `      caFile: ${opts.caFile}`,
-      '      nodes: [pv1-1]',
-      '      isoStorage: proxy-seeds',
-      '      requestTimeoutSeconds: 10',
-      '      templates:',
-      '        debian-13: { vmid: 9001 }',
-      '      machineTypes:',
-      '        small: { cores: 1, memoryMiB: 1024 }',
-      '',
-    ].join('\n'),
+    // The double's VMs run no proxy: the data plane is not probed (Ready is the backend's Running).
+    `${JSON.stringify({ installation: 'crash-test', providers: [{ name: 'pve', type: PROVIDER, probe: { enabled: false }, proxmox: proxmoxBlock(opts) }] }, null, 2)}\n`,
   );
   const args = [
     'run',

@@ -7,6 +7,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { abortable } from '@proxy-op/providertest';
 import { readAnswer } from '../../src/answers.js';
+import { apiErrorFrom } from '../../src/client.js';
 import type {
   AgentInterface,
   CloneParams,
@@ -17,8 +18,7 @@ import type {
   VmConfig,
   VmRef,
   VmStatus,
-} from '../../src/api.js';
-import { apiErrorFrom } from '../../src/client.js';
+} from '../../src/seam.js';
 import { errorAnswer, serve } from './pve-api.js';
 import { type MalformedKind, PveError, type PveModel } from './pve-model.js';
 

@@ -17,10 +17,10 @@ import type {
   ConformanceFixture,
   PlantedMark,
 } from '@proxy-op/providertest';
-import { CaFileError, TokenFileError } from '../../src/api.js';
 import type { Budgets } from '../../src/budgets.js';
-import { classify, TaskFailedError } from '../../src/classify.js';
+import { classify } from '../../src/classify.js';
 import { apiErrorFrom } from '../../src/client.js';
+import { CaFileError, TaskFailedError, TokenFileError } from '../../src/errors.js';
 import { formatId, parseId } from '../../src/id.js';
 import { formatDescription } from '../../src/mark.js';
 import { providerModule } from '../../src/module.js';
@@ -146,11 +146,24 @@ export async function createProxmoxFixture(
     },
     ...opts.config,
   };
-  const provider: Provider = await createProvider(providerModule, 'proxmox-home', config, {
-    ...deps,
-    budgets: { ...FAST_BUDGETS, ...opts.budgets },
-    ...(api === undefined ? {} : { api }),
+  const withNodes = (configured: readonly string[]): Promise<Provider> =>
+    createProvider(
+      providerModule,
+      'proxmox-home',
+      { ...config, nodes: configured },
+      {
+        ...deps,
+        budgets: { ...FAST_BUDGETS, ...opts.budgets },
+        ...(api === undefined ? {} : { api }),
+      },
+    );
+  const provider = await withNodes(nodes);
+  const placed = (zone: string | undefined) => ({
+    ...(zone === undefined ? {} : { zone }),
+    machineType: 'small',
+    image: 'debian-13',
   });
+  const [first, second] = nodes as [string, string | undefined];
   const range = { min: 100_000, max: 199_999 };
   const vm = (id: string) => vmOf(model, id);
   const nextVmid = () => {
@@ -202,6 +215,30 @@ export async function createProxmoxFixture(
         ? [{ placement: { machineType: 'small', image: 'debian-13' }, field: 'placement.zone' }]
         : []),
     ],
+    // A node is a zone: with one node a request may leave it out, with several it must name
+    // one. (The template's disks are on the first node's local storage, so a clone stays there.)
+    zoneConfigurations:
+      second === undefined
+        ? []
+        : [
+            {
+              zones: nodes,
+              accepted: [placed(first)],
+              refused: [
+                { placement: placed(undefined), field: 'placement.zone' },
+                { placement: placed(''), field: 'placement.zone' },
+              ],
+            },
+            {
+              zones: [first],
+              accepted: [placed(undefined), placed(''), placed(first)],
+              refused: [
+                { placement: placed(second), field: 'placement.zone' },
+                { placement: placed('mars'), field: 'placement.zone' },
+              ],
+            },
+          ],
+    withZones: withNodes,
     backendCalls: () => model.calls.length,
     instanceCount: async () => model.guests().length,
     secondaryCount: async () => model.secondaryCount(),

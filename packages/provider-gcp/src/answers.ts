@@ -1,0 +1,121 @@
+/**
+ * The SDK's answers read into the seam's views: instances, operations,
+ * firewall rules and the scopes of an aggregated listing. An answer that is
+ * not what the API documents is a `TypeError` (the operation shell makes it
+ * a malformed answer).
+ *
+ * @module
+ */
+import { lastSegment } from './id.js';
+import type { FirewallView, InstanceView, OperationView } from './seam.js';
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** An instance as the provider reads it; a `TypeError` when the answer is not one. */
+export function instanceView(x: unknown, zone: string | undefined, what: string): InstanceView {
+  if (x === null || typeof x !== 'object')
+    throw new TypeError(`${what}: the answer is not an instance`);
+  const i = x as Record<string, unknown>;
+  const name = str(i.name);
+  const status = str(i.status);
+  if (name === undefined) throw new TypeError(`${what}: the instance has no name`);
+  if (status === undefined) throw new TypeError(`${what}: instance ${name} has no status`);
+  const labels: Record<string, string> = {};
+  if (i.labels !== undefined && i.labels !== null) {
+    if (typeof i.labels !== 'object')
+      throw new TypeError(`${what}: labels of ${name} are not a map`);
+    for (const [k, v] of Object.entries(i.labels as Record<string, unknown>)) {
+      if (typeof v !== 'string') throw new TypeError(`${what}: label ${k} of ${name} is not text`);
+      labels[k] = v;
+    }
+  }
+  const nics = Array.isArray(i.networkInterfaces) ? i.networkInterfaces : [];
+  const tags = (i.tags as { items?: unknown } | null | undefined)?.items;
+  return {
+    name,
+    zone: str(lastSegment(str(i.zone))) ?? zone ?? '',
+    status,
+    labels,
+    creationTimestamp: str(i.creationTimestamp),
+    networkInterfaces: nics.map((n) => {
+      const nic = (n ?? {}) as { networkIP?: unknown; accessConfigs?: unknown };
+      const first = Array.isArray(nic.accessConfigs)
+        ? (nic.accessConfigs[0] as { natIP?: unknown } | undefined)
+        : undefined;
+      return { networkIP: str(nic.networkIP), natIP: str(first?.natIP) };
+    }),
+    tags: Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [],
+  };
+}
+
+/** An operation as the provider reads it; a `TypeError` when the answer is not one. */
+export function operationView(x: unknown, what: string): OperationView {
+  if (x === null || typeof x !== 'object')
+    throw new TypeError(`${what}: the answer is not an operation`);
+  const o = x as Record<string, unknown>;
+  const name = str(o.name);
+  const status = str(o.status);
+  if (name === undefined) throw new TypeError(`${what}: the operation has no name`);
+  if (status === undefined) throw new TypeError(`${what}: operation ${name} has no status`);
+  const errors = ((o.error as { errors?: unknown } | null | undefined)?.errors ?? []) as unknown;
+  if (!Array.isArray(errors)) throw new TypeError(`${what}: errors of ${name} are not a list`);
+  const http = o.httpErrorStatusCode;
+  return {
+    name,
+    operationType: str(o.operationType) ?? '',
+    status,
+    targetLink: str(o.targetLink) ?? '',
+    insertTime: str(o.insertTime) ?? '',
+    errors: errors.map((e) => {
+      const item = (e ?? {}) as { code?: unknown; message?: unknown };
+      return { code: str(item.code) ?? 'UNKNOWN', message: str(item.message) ?? '' };
+    }),
+    httpErrorStatusCode: typeof http === 'number' && http > 0 ? http : undefined,
+  };
+}
+
+/** A firewall rule as the provider reads it; a `TypeError` when the answer is not one. */
+export function firewallView(x: unknown): FirewallView {
+  if (x === null || typeof x !== 'object')
+    throw new TypeError('firewalls.get: the answer is not a rule');
+  const r = x as Record<string, unknown>;
+  const name = str(r.name);
+  if (name === undefined) throw new TypeError('firewalls.get: the rule has no name');
+  const strings = (v: unknown) =>
+    Array.isArray(v) ? v.filter((t): t is string => typeof t === 'string') : [];
+  return {
+    name,
+    description: typeof r.description === 'string' ? r.description : '',
+    sourceRanges: strings(r.sourceRanges),
+    targetTags: strings(r.targetTags),
+    ports: (Array.isArray(r.allowed) ? r.allowed : []).flatMap((a) => {
+      const rule = (a ?? {}) as { IPProtocol?: unknown; ports?: unknown };
+      return rule.IPProtocol === 'tcp' ? strings(rule.ports) : [];
+    }),
+  };
+}
+
+/** Adds the instances of one scope of an aggregated listing, or notes it unreachable. */
+export function scopedInstances(
+  scope: unknown,
+  list: unknown,
+  out: InstanceView[],
+  unreachable: string[],
+): void {
+  if (typeof scope !== 'string' || list === null || typeof list !== 'object') {
+    throw new TypeError('instances.aggregatedList: a scope is not a scoped list');
+  }
+  const l = list as { instances?: unknown; warning?: { code?: unknown } | null };
+  if (l.warning?.code === 'UNREACHABLE') {
+    unreachable.push(lastSegment(scope));
+    return;
+  }
+  if (l.instances === undefined || l.instances === null) return;
+  if (!Array.isArray(l.instances)) {
+    throw new TypeError(`instances.aggregatedList: instances of ${scope} are not a list`);
+  }
+  const zone = scope.startsWith('zones/') ? lastSegment(scope) : undefined;
+  for (const inst of l.instances) out.push(instanceView(inst, zone, 'instances.aggregatedList'));
+}
