@@ -1,21 +1,40 @@
 // Mutation testing of the reference provider by the conformance suite alone:
 // `npm run mutation`. A report, not a test: it is not part of `npm test`.
+//
+// Stryker runs from the repository root (the script changes there) and mutates copies in its
+// sandbox, never the working tree. The sandbox holds the repository's layout, cut down to what
+// the kit's tests load: this package, the tsconfig base its tsconfig extends and the tsconfig of
+// each package its project references lead to; node_modules is the repository's, symlinked, so
+// the workspace packages resolve to their built output (`npx tsc -b` first).
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
-  vitest: { configFile: 'vitest.mutation.config.ts' },
-  mutate: ['src/reference/provider.ts', 'src/reference/backend.ts'],
+  vitest: { configFile: 'packages/providertest/vitest.mutation.config.ts' },
+  mutate: [
+    'packages/providertest/src/reference/provider.ts',
+    'packages/providertest/src/reference/backend.ts',
+  ],
+  ignorePatterns: [
+    '/*',
+    '!/package.json',
+    '!/tsconfig.base.json',
+    '!/packages',
+    '/packages/*/*',
+    '!/packages/*/tsconfig.json',
+    '!/packages/providertest/*',
+    '/packages/providertest/dist',
+    '/packages/providertest/node_modules',
+    '/packages/providertest/reports',
+  ],
   // Stryker rewrites tsconfig files with an API TypeScript 7 no longer has; there is nothing
   // to rewrite here (vitest transpiles the sources), so point it at a file that does not exist.
   tsconfigFile: 'tsconfig.stryker-none.json',
-  // The sandbox would copy only this folder, without the repository's tsconfig.base.json.
-  inPlace: true,
   coverageAnalysis: 'perTest',
   concurrency: 2,
   timeoutMS: 20000,
   reporters: ['clear-text', 'json'],
   clearTextReporter: { allowEmojis: false, logTests: false, reportMutants: false },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  jsonReporter: { fileName: 'packages/providertest/reports/mutation/mutation.json' },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
 };

@@ -1,7 +1,10 @@
 // The conformance suite over the reference provider, and nothing else: what `npm run mutation`
-// measures the reference provider with.
+// measures the reference provider with. Stryker runs from the repository root, so the root is
+// this package's folder (in Stryker's sandbox, its copy).
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
   test: { include: ['test/reference.test.ts'] },
 });

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { formatMarkTime, MarkKey } from '@proxy-op/contract';
+import { abortable, formatMarkTime, MarkKey } from '@proxy-op/contract';
 import type { Gate, PlantedMark } from './harness.js';
 
 /** A {@link Gate} with the side a harness's backend uses. */
@@ -40,25 +40,11 @@ export function createGate(): HarnessGate {
   };
 }
 
-/** Waits for `p`, or rejects with the signal's own reason as soon as it fires. */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
+/**
+ * Waits for `p`, or rejects with the signal's own reason as soon as it
+ * fires: the contract's `abortable`, here too for harness authors.
+ */
+export { abortable };
 
 /**
  * The ownership mark of a planted instance as key/value pairs (labels,

@@ -16,6 +16,25 @@ import type { ConformanceDeps } from './telemetry.js';
  */
 export type ForcedState = 'running' | 'stopped' | 'unknown';
 
+/**
+ * One configuration of the provider's zones (what `placement.zone` names:
+ * zones, nodes, hosts) and what Create must do under it, for the
+ * placement rules that depend on the configuration: a zone that may be
+ * left out when only one is configured, and must be named when there are
+ * several, say.
+ */
+export interface ZoneConfiguration {
+  /** The zones the provider is configured with, in config order: one, or several. */
+  readonly zones: readonly string[];
+  /** Placements Create must accept under it: each makes an instance that Get and Delete then reach. */
+  readonly accepted: readonly Placement[];
+  /**
+   * Placements Create must refuse under it as Permanent before any
+   * backend call, each with the request field its message must name.
+   */
+  readonly refused: readonly { readonly placement: Placement; readonly field: string }[];
+}
+
 /** A way of blocking backend calls, released by the returned handle. */
 export interface Gate {
   /** Resolves once a call is held at the gate. */
@@ -28,14 +47,17 @@ export interface Gate {
 export interface ClassifyCase {
   /** What the row is: `"500 VM is locked"`, `"ECONNRESET"`. */
   readonly name: string;
+  /** The operation the failure happened in. */
   readonly op: Operation;
   /** A realistic backend failure, as the provider's client would see it. */
   readonly error: unknown;
+  /** The class `classify` must answer. */
   readonly want: ErrorClass;
 }
 
 /** A situation the Checker must name with a reason. */
 export interface CheckScenario {
+  /** What the situation is, for the test's name. */
   readonly name: string;
   /** Puts the backend into the situation (on a fresh provider and backend). */
   arrange(): Promise<void> | void;
@@ -70,6 +92,19 @@ export interface BackendHarness {
    * `placement.machineType`, ...: the request field, not the config key).
    */
   readonly invalidPlacements: readonly { readonly placement: Placement; readonly field: string }[];
+  /**
+   * Zone configurations to check placement under, besides the factory's
+   * provider with `invalidPlacements`: with one zone and with several
+   * where the rules differ. Each is built with `withZones`. Leave it out
+   * for a provider with no choice of zone.
+   */
+  readonly zoneConfigurations?: readonly ZoneConfiguration[];
+  /**
+   * Builds the provider again, configured with only `zones`, over the same
+   * backend and the way the factory built its own (the same name, logger,
+   * tracer and credential). Required with `zoneConfigurations`.
+   */
+  withZones?(zones: readonly string[]): Promise<Provider>;
   /** How many backend calls the provider has made so far. */
   backendCalls(): number;
   /** How many instances exist in the backend now, marked or not. */
@@ -83,7 +118,11 @@ export interface BackendHarness {
   /**
    * Makes the backend report the instance running: with `ip` as its
    * address (a later call with another IP changes it, as a DHCP renewal
-   * would), or running with no address known yet when `ip` is undefined.
+   * would), or running with no address known yet when `ip` is undefined
+   * (also after it had one: the lease lost, the address detached). Every
+   * profile has that state: an address discovered after the start, one
+   * assigned but not attached yet, a process not yet answering on its
+   * own; the provider must read it as Provisioning.
    */
   setRunning(id: string, ip: string | undefined): Promise<void>;
   /** Forces a backend state; `unknown` is a state the provider does not know. */
@@ -178,6 +217,17 @@ export interface BackendHarness {
    * work again without a restart.
    */
   rotateCredential?(): Promise<void> | void;
+  /**
+   * §4.20 `in-place` providers: whether the proxy of instance `id` accepts this
+   * credential now — a request through the proxy where the harness can make one,
+   * else the password file the proxy reads, checked against the credential.
+   */
+  acceptsCredential?(
+    id: string,
+    credential: { readonly username: string; readonly password: string },
+  ): Promise<boolean>;
+  /** Longest time after `updateAuth` resolves until the proxy takes the new file (ms, default 30000). */
+  readonly authSettleMs?: number | undefined;
   /** Lets a `returns-early` provider's backend finish pending deletions (optional; the suite also polls). */
   settle?(): Promise<void>;
 }
@@ -190,6 +240,7 @@ export interface ConformanceFixture {
    * logger and tracer the suite handed the factory.
    */
   readonly provider: Provider;
+  /** The controls of the provider's backend (or its fake). */
   readonly harness: BackendHarness;
   /** Called after the test; release backend resources. */
   cleanup?(): Promise<void> | void;

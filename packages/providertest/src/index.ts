@@ -14,12 +14,14 @@ export type {
   ForcedState,
   Gate,
   PlantedMark,
+  ZoneConfiguration,
 } from './harness.js';
 export {
   describeAdoptionConformance,
   describeCancellationConformance,
   describeCheckerConformance,
   describeCreateConformance,
+  describeCredentialsConformance,
   describeDeleteConformance,
   describeErrorConformance,
   describeGetConformance,

@@ -8,6 +8,7 @@ export { describeAdoptionConformance } from './sections/adoption.js';
 export { describeCancellationConformance } from './sections/cancellation.js';
 export { describeCheckerConformance } from './sections/checker.js';
 export { describeCreateConformance } from './sections/create.js';
+export { describeCredentialsConformance } from './sections/credentials.js';
 export { describeDeleteConformance } from './sections/delete.js';
 export { describeErrorConformance } from './sections/errors.js';
 export { describeGetConformance } from './sections/get.js';

@@ -4,6 +4,7 @@ import {
   describeCancellationConformance,
   describeCheckerConformance,
   describeCreateConformance,
+  describeCredentialsConformance,
   describeDeleteConformance,
   describeErrorConformance,
   describeGetConformance,
@@ -40,5 +41,6 @@ export function describeProviderConformance(opts: ConformanceOptions): void {
     describeErrorConformance(opts);
     describeCheckerConformance(opts);
     describeObservabilityConformance(opts);
+    describeCredentialsConformance(opts);
   });
 }

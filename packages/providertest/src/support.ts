@@ -33,11 +33,17 @@ export interface ConformanceOptions {
 
 /** What each test body gets. */
 export interface TestContext {
+  /** The provider under test, fresh for this test. */
   readonly provider: Provider;
+  /** The provider's declared profile, which chose the tests. */
   readonly profile: Profile;
+  /** The controls of the provider's backend. */
   readonly harness: BackendHarness;
+  /** Every line the provider logged. */
   readonly logs: LogSink;
+  /** Every span the provider finished. */
   readonly spans: SpanRecorder;
+  /** How soon, in ms, a cancelled call must settle: {@link ConformanceOptions.promptMs}. */
   readonly promptMs: number;
   /** See {@link ConformanceOptions.goneWithinMs}. */
   readonly goneWithinMs: number;
@@ -271,7 +277,9 @@ export function leakedIn(text: string, secret: string): string | undefined {
 
 /** The backend's counters at one moment, to compare before and after. */
 export interface Counts {
+  /** Backend calls made so far. */
   readonly calls: number;
+  /** Instances on the backend. */
   readonly instances: number;
   /** Secondary resources; 0 when the harness does not count them. */
   readonly secondary: number;

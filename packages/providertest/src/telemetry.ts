@@ -10,18 +10,23 @@ import type { Logger } from '@proxy-op/contract';
 
 /** One recorded log line. */
 export interface LogLine {
+  /** The level the line was logged at. */
   readonly level: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   /** The line's fields, with every `child()` binding merged in. */
   readonly fields: Readonly<Record<string, unknown>>;
+  /** The message, when the line had one. */
   readonly msg: string | undefined;
 }
 
 /** A logger that records every line at every level, for assertions. */
 export interface LogSink {
+  /** The logger to hand the provider. */
   readonly logger: Logger;
+  /** Every line so far, in order. */
   readonly lines: readonly LogLine[];
   /** Every line as one JSON text, for "never contains" checks. */
   text(): string;
+  /** Forgets the lines so far. */
   clear(): void;
 }
 
@@ -56,10 +61,13 @@ export function createLogSink(): LogSink {
 
 /** Finished spans from a real OpenTelemetry SDK pipeline (in-memory exporter). */
 export interface SpanRecorder {
+  /** The tracer to hand the provider. */
   readonly tracer: Tracer;
+  /** Every finished span so far, in the order they ended. */
   spans(): readonly ReadableSpan[];
   /** Names, attributes, events and status messages of every span as one text. */
   text(): string;
+  /** Forgets the spans so far. */
   clear(): void;
 }
 
@@ -112,7 +120,10 @@ function safeJson(v: unknown): string {
 
 /** What the suite hands the factory, to wire into the provider it builds. */
 export interface ConformanceDeps {
+  /** The logger whose lines the suite checks. */
   readonly logger: Logger;
+  /** The tracer whose spans the suite checks. */
   readonly tracer: Tracer;
+  /** A meter, when the suite has one for the provider. */
   readonly meter?: Meter | undefined;
 }

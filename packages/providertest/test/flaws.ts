@@ -18,9 +18,11 @@ import {
   ProviderError,
   type ProviderModule,
   parseMark,
+  requireOneOf,
   type ShellDeps,
   type State,
 } from '@proxy-op/contract';
+import type { BackendHarness } from '../src/index.js';
 import type { MemoryBackend, MemorySeam, VmRecord } from '../src/reference/backend.js';
 import { providerModule, profile as referenceProfile } from '../src/reference/module.js';
 import {
@@ -50,9 +52,9 @@ export const PROFILES = {
 
 export type ProfileName = keyof typeof PROFILES;
 
-type Deps = MemoryProviderDeps & ShellDeps;
-type Impl = new (name: string, config: MemoryConfig, deps: Deps) => MemoryImplementation;
-type Module = ProviderModule<MemoryConfig, MemoryProviderDeps, MemoryId>;
+export type Deps = MemoryProviderDeps & ShellDeps;
+export type Impl = new (name: string, config: MemoryConfig, deps: Deps) => MemoryImplementation;
+export type Module = ProviderModule<MemoryConfig, MemoryProviderDeps, MemoryId>;
 
 /** One deliberate defect and the checks it must fail. */
 export interface Flaw {
@@ -61,13 +63,15 @@ export interface Flaw {
   readonly module?: Module;
   /** A wrapper around the provider `createProvider` made. */
   readonly wrap?: (provider: Provider, backend: MemoryBackend) => Provider;
+  /** A change to the harness (one that lacks a hook, say). */
+  readonly harness?: (harness: BackendHarness) => BackendHarness;
   /** The profiles it runs under (default: every one). */
   readonly profiles?: readonly ProfileName[];
   /** Test name → the failing check's message must match. */
   readonly fails: Readonly<Record<string, RegExp>>;
 }
 
-function variant(Impl: Impl, overrides: Partial<Module> = {}): Module {
+export function variant(Impl: Impl, overrides: Partial<Module> = {}): Module {
   return {
     ...providerModule,
     ...overrides,
@@ -81,6 +85,42 @@ const mapsState = (map: (vm: VmRecord) => State | undefined) =>
     class extends MemoryImplementation {
       protected override state(vm: VmRecord): State {
         return map(vm) ?? super.state(vm);
+      }
+    },
+  );
+
+/**
+ * A variant whose Get answers `answer(instance, name, memory)` in place of the reference's
+ * answer; each provider keeps its own memory (name → an IP seen before).
+ */
+const answersGet = (
+  answer: (inst: Instance, name: string, memory: Map<string, string>) => Instance,
+) =>
+  variant(
+    class extends MemoryImplementation {
+      readonly #memory = new Map<string, string>();
+      override async get(id: MemoryId, ctx: OperationContext): Promise<Instance> {
+        return answer(await super.get(id, ctx), id.name, this.#memory);
+      }
+    },
+  );
+
+/**
+ * A variant whose placement check is `check(req, ctx, base, zones)`: `base` is the
+ * reference's check, `zones` the configured zones.
+ */
+const checksPlacement = (
+  check: (
+    req: CheckedCreateRequest,
+    ctx: OperationContext,
+    base: (req: CheckedCreateRequest) => void,
+    zones: readonly string[],
+  ) => void,
+) =>
+  variant(
+    class extends MemoryImplementation {
+      protected override checkPlacement(req: CheckedCreateRequest, ctx: OperationContext) {
+        check(req, ctx, (r) => super.checkPlacement(r, ctx), this.config.zones);
       }
     },
   );
@@ -137,9 +177,9 @@ function wrapSeam(
 const withoutSignals = (seam: MemorySeam) =>
   wrapSeam(seam, (_m, args, call) => call(args.filter((a) => !(a instanceof AbortSignal))));
 
-const label = (s: string) => new RegExp(`^${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
+export const label = (s: string) => new RegExp(`^${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
 
-function wrapped(provider: Provider, patch: Partial<Provider>): Provider {
+export function wrapped(provider: Provider, patch: Partial<Provider>): Provider {
   return {
     name: provider.name,
     type: provider.type,
@@ -148,6 +188,9 @@ function wrapped(provider: Provider, patch: Partial<Provider>): Provider {
     delete: (i, o) => provider.delete(i, o),
     listByTag: (o) => provider.listByTag(o),
     ...(provider.check === undefined ? {} : { check: (o) => provider.check!(o) }),
+    ...(provider.updateAuth === undefined
+      ? {}
+      : { updateAuth: (i, a, o) => provider.updateAuth!(i, a, o) }),
     ...patch,
   };
 }
@@ -241,19 +284,52 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'placement-names-config-key': {
     about: 'names the config key instead of the request field in a placement refusal',
-    module: variant(
-      class extends MemoryImplementation {
-        protected override checkPlacement(req: CheckedCreateRequest, ctx: OperationContext) {
-          try {
-            super.checkPlacement(req, ctx);
-          } catch (err) {
-            throw ctx.permanent(String((err as Error).message).replace(/placement\./g, ''));
-          }
-        }
-      },
-    ),
+    module: checksPlacement((req, ctx, base) => {
+      try {
+        base(req);
+      } catch (err) {
+        throw ctx.permanent(String((err as Error).message).replace(/placement\./g, ''));
+      }
+    }),
     fails: {
       'Create checks placement before any backend call': /^the refusal of .* names placement\./,
+    },
+  },
+  'zone-required-with-one-zone': {
+    about: 'requires placement.zone even when only one zone is configured',
+    module: checksPlacement((req, ctx, base, zones) => {
+      requireOneOf(ctx.provider, 'placement.zone', req.placement.zone, zones, 'memory.zones');
+      base(req);
+    }),
+    fails: {
+      'placement follows the zones the provider is configured with': label(
+        'Create of {"machineType":"small","image":"debian-13"} with the zones ["zone-b"]',
+      ),
+    },
+  },
+  'zone-unchecked-with-one-zone': {
+    about: 'takes any placement.zone when only one zone is configured',
+    module: checksPlacement((req, _ctx, base, zones) => {
+      const { zone: _zone, ...rest } = req.placement;
+      base(zones.length === 1 ? { ...req, placement: rest } : req);
+    }),
+    fails: {
+      'placement follows the zones the provider is configured with': /^expected a rejection/,
+    },
+  },
+  'only-first-zone': {
+    about: 'takes only the first configured zone',
+    module: checksPlacement((req, ctx, base, [first]) => {
+      base(req);
+      const zone = req.placement.zone;
+      if (zone !== undefined && zone !== '' && zone !== first) {
+        throw ctx.permanent(`placement.zone "${zone}" is not ${first}`);
+      }
+    }),
+    fails: {
+      'placement follows the zones the provider is configured with': label(
+        'Create of {"zone":"zone-b","machineType":"small","image":"debian-13"} with the zones ["zone-a","zone-b","zone-c"]',
+      ),
     },
   },
   'create-returns-before-start': {
@@ -471,22 +547,34 @@ export const FLAWS: Record<string, Flaw> = {
     module: mapsState((vm) =>
       vm.status === 'running' && vm.ip === undefined ? 'Stopped' : undefined,
     ),
-    profiles: ['loose'],
-    fails: { 'Running requires an IP': label('the state while the address is being discovered') },
+    fails: {
+      'a running instance without an address is Provisioning, never Running': label(
+        'the state of a running instance without an address yet',
+      ),
+    },
+  },
+  'keeps-lost-address': {
+    about: 'keeps answering Running with the last address it saw once the backend has none',
+    module: answersGet((inst, name, last) => {
+      if (inst.ip !== undefined) last.set(name, inst.ip);
+      const ip = last.get(name);
+      return inst.state !== 'Provisioning' || ip === undefined
+        ? inst
+        : { ...inst, state: 'Running', ip };
+    }),
+    fails: {
+      'a running instance without an address is Provisioning, never Running': label(
+        'the state of a running instance whose address is gone',
+      ),
+    },
   },
   'running-never-running': {
     about: 'keeps reporting Provisioning once the instance runs with an address',
-    module: variant(
-      class extends MemoryImplementation {
-        readonly #first = new Map<string, string>();
-        override async get(id: MemoryId, ctx: OperationContext): Promise<Instance> {
-          const inst = await super.get(id, ctx);
-          if (inst.ip === undefined || this.#first.get(id.name) === inst.ip) return inst;
-          if (!this.#first.has(id.name)) this.#first.set(id.name, inst.ip);
-          return { ...inst, state: 'Provisioning', ip: undefined };
-        }
-      },
-    ),
+    module: answersGet((inst, name, first) => {
+      if (inst.ip === undefined || first.get(name) === inst.ip) return inst;
+      if (!first.has(name)) first.set(name, inst.ip);
+      return { ...inst, state: 'Provisioning', ip: undefined };
+    }),
     profiles: ['loose'],
     fails: {
       'Get right after Create answers with the instance': label(
@@ -496,17 +584,11 @@ export const FLAWS: Record<string, Flaw> = {
   },
   'caches-ip': {
     about: 'answers the first IP it saw, not the current one',
-    module: variant(
-      class extends MemoryImplementation {
-        readonly #ips = new Map<string, string>();
-        override async get(id: MemoryId, ctx: OperationContext): Promise<Instance> {
-          const inst = await super.get(id, ctx);
-          if (inst.ip === undefined) return inst;
-          if (!this.#ips.has(id.name)) this.#ips.set(id.name, inst.ip);
-          return { ...inst, ip: this.#ips.get(id.name) };
-        }
-      },
-    ),
+    module: answersGet((inst, name, ips) => {
+      if (inst.ip === undefined) return inst;
+      if (!ips.has(name)) ips.set(name, inst.ip);
+      return { ...inst, ip: ips.get(name) };
+    }),
     fails: { 'Get reads an IP that changed after Running': label('the IP after it changed') },
   },
   'reads-mark-from-memory': {

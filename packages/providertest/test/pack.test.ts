@@ -1,8 +1,8 @@
-// Peer: npm itself. Packs contract, keyedlock and providertest, installs the tarballs into a
-// project in the temp dir (dependencies from the registry or npm's cache), takes the example
-// provider from the installed package (so the tarball must ship it), type-checks it, runs the
-// conformance suite there against it, and then against the same provider with defects seeded
-// one at a time (test/fixtures/outside-defects.ts), each of which must be caught.
+// Peer: npm itself. Packs contract, keyedlock, forward-proxy and providertest, installs the
+// tarballs into a project in the temp dir (dependencies from the registry or npm's cache), takes
+// the example provider from the installed package (so the tarball must ship it), type-checks it,
+// runs the conformance suite there against it, and then against the same provider with defects
+// seeded one at a time (test/fixtures/outside-defects.ts), each of which must be caught.
 import { copyFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,12 @@ let shipped: string[] = [];
 
 beforeAll(async () => {
   project = await packIntoProject({
-    packageDirs: [here('../../contract'), here('../../keyedlock'), here('..')],
+    packageDirs: [
+      here('../../contract'),
+      here('../../keyedlock'),
+      here('../../forward-proxy'),
+      here('..'),
+    ],
     dependencies: {
       vitest: '5.1.2',
       vite: '8.3.8',

@@ -1,23 +1,29 @@
-// Peer: the reference provider and deliberately broken variants of it (test/flaws.ts), under
-// the reference profile and a looser one; the suite runs in-process through a collecting
-// runner (test/collect.ts), as Level's self-tests do.
+// Peer: the reference provider and deliberately broken variants of it (test/flaws.ts and
+// test/flaws-credentials.ts), under the reference profile and a looser one; the suite runs
+// in-process through a collecting runner (test/collect.ts), as Level's self-tests do.
+import type { Profile } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { describeProviderConformance } from '../src/index.js';
 import { createReferenceFixture } from '../src/reference/index.js';
 import { type Collected, collect } from './collect.js';
-import { FLAWS, type Flaw, PROFILES, type ProfileName } from './flaws.js';
+import { type Flaw, FLAWS as GENERAL_FLAWS, PROFILES, type ProfileName } from './flaws.js';
+import { CREDENTIAL_FLAWS } from './flaws-credentials.js';
 
-function suite(profile: ProfileName, flaw?: Flaw): Collected[] {
+const FLAWS: Record<string, Flaw> = { ...GENERAL_FLAWS, ...CREDENTIAL_FLAWS };
+
+function suite(profile: ProfileName | Profile, flaw?: Flaw): Collected[] {
   return collect((vitest) =>
     describeProviderConformance({
       vitest,
       factory: async (deps) => {
         const fx = await createReferenceFixture(deps, { module: flaw?.module });
-        return flaw?.wrap === undefined
-          ? fx
-          : { ...fx, provider: flaw.wrap(fx.provider, fx.backend) };
+        return {
+          ...fx,
+          provider: flaw?.wrap === undefined ? fx.provider : flaw.wrap(fx.provider, fx.backend),
+          harness: flaw?.harness === undefined ? fx.harness : flaw.harness(fx.harness),
+        };
       },
-      profile: PROFILES[profile],
+      profile: typeof profile === 'string' ? PROFILES[profile] : profile,
       checker: true,
       promptMs: 300,
       timeoutMs: 10_000,
@@ -73,6 +79,22 @@ describe('conformance self-test', () => {
           }
         });
       }
+    });
+  }
+});
+
+describe('conformance self-test, by credential rotation', () => {
+  const section = (tests: Collected[]) =>
+    tests.filter((t) => t.name.includes(' > proxy credentials > ')).map((t) => shortName(t.name));
+  it('registers the credentials section for in-place rotation', () => {
+    expect(section(suite('reference')).length).toBeGreaterThan(5);
+  });
+  for (const credentialRotation of ['replace', undefined] as const) {
+    it(`registers none of it for ${credentialRotation ?? 'a profile that leaves the axis out'}`, () => {
+      const { credentialRotation: _inPlace, ...rest } = PROFILES.reference;
+      const profile: Profile =
+        credentialRotation === undefined ? rest : { ...rest, credentialRotation };
+      expect(section(suite(profile))).toEqual([]);
     });
   }
 });

@@ -16,6 +16,7 @@ import {
   type DeleteContext,
   deletionProblem,
   type ErrorClass,
+  type ImplementationChecker,
   type Instance,
   idFormat,
   type Mark,
@@ -249,24 +250,21 @@ export class AcmeImplementation implements ProviderImplementation<AcmeId> {
     });
   }
 
-  readonly checker = {
+  readonly checker: ImplementationChecker = {
     targets: () => [{ target: 'acme-api', address: 'https://api.acme.example' }],
     check: async (_target: CheckTarget, ctx: CheckContext): Promise<CheckAnswer> => {
-      try {
-        ctx.details.region = (await this.api.ping(ctx.signal)).region;
-        return { reason: Reason.Reachable, message: 'the API answers' };
-      } catch (err) {
-        if (err instanceof AcmeHttpError && err.status === 401) {
-          return {
-            reason: Reason.Unauthorized,
-            message: 'the token was refused; rotate the Secret',
-          };
-        }
-        if (err instanceof AcmeHttpError && err.status === 503) {
-          return { reason: Reason.Unreachable, message: 'the API is unavailable' };
-        }
-        throw err;
+      ctx.details.region = (await this.api.ping(ctx.signal)).region;
+      return { reason: Reason.Reachable, message: 'the API answers' };
+    },
+    // The reasons for what check threw; anything else is the shell's APIError.
+    failed: (err) => {
+      if (err instanceof AcmeHttpError && err.status === 401) {
+        return { reason: Reason.Unauthorized, message: 'the token was refused; rotate the Secret' };
       }
+      if (err instanceof AcmeHttpError && err.status === 503) {
+        return { reason: Reason.Unreachable, message: 'the API is unavailable' };
+      }
+      return undefined;
     },
   };
 }

@@ -1,5 +1,6 @@
 import { abortable, createGate, type HarnessGate } from '../gate.js';
 import type { Gate } from '../harness.js';
+import { loadedFile, proxyLetsIn } from './proxy.js';
 
 /**
  * The reference provider's backend: an in-memory hypervisor with the
@@ -7,12 +8,15 @@ import type { Gate } from '../harness.js';
  * deletes that take time, unknown states, refused credentials echoed back,
  * calls that hang, calls carried out after their caller left, answers that
  * cannot be read, running out of capacity), reached only through the seam
- * {@link MemorySeam}.
+ * {@link MemorySeam}. A running VM runs a simulated proxy that loads the
+ * VM's password file when it starts and again a moment after the file is
+ * written, as a proxy re-reading its file does.
  */
 
 /** A failure as the in-memory backend reports it: a code and a body. */
 export class BackendError extends Error {
   constructor(
+    /** The backend's status code for the failure. */
     readonly status:
       | 'NO_SUCH_VM'
       | 'VM_EXISTS'
@@ -28,6 +32,7 @@ export class BackendError extends Error {
   ) {
     super(`${status}: ${body}`);
   }
+  /** Always `BackendError`. */
   override get name(): string {
     return 'BackendError';
   }
@@ -35,9 +40,11 @@ export class BackendError extends Error {
 
 /** A VM as the backend stores it. */
 export interface VmRecord {
+  /** The VM's name, unique on the backend. */
   readonly name: string;
   /** `defined` = created, never started. `unknown` = a state the provider has no mapping for. */
   readonly status: 'defined' | 'running' | 'stopped' | 'unknown';
+  /** Its address, while it runs. */
   readonly ip?: string | undefined;
   /** Key/value metadata, written in the same call that defines the VM. */
   readonly metadata: Readonly<Record<string, string>>;
@@ -45,25 +52,43 @@ export interface VmRecord {
   readonly seed?: string | undefined;
   /** Set while a task or lock holds the VM. */
   readonly lock?: string | undefined;
+  /** The password file in the VM's filesystem; without one its proxy serves its sources alone. */
+  readonly passwordFile?: Uint8Array | undefined;
+  /** The password file the VM's proxy had loaded before `passwordFile` was last written. */
+  readonly proxyFile?: Uint8Array | undefined;
+  /** When (ms since the epoch) the proxy loads `passwordFile` again, after it was written. */
+  readonly proxyReloadAt?: number | undefined;
 }
 
 /** The backend calls the reference provider makes; one method per call, each taking a signal. */
 export interface MemorySeam {
+  /** Answers for one zone (a Checker target) with the backend's version. */
   ping(target: string, signal?: AbortSignal): Promise<{ version: string }>;
+  /** The VM named `name`, or undefined. */
   lookup(name: string, signal?: AbortSignal): Promise<VmRecord | undefined>;
   /** Writes (or overwrites) a seed volume. */
   putSeed(volume: string, userData: Uint8Array, signal?: AbortSignal): Promise<void>;
   /** Deletes a seed volume; deleting what is gone succeeds. */
   deleteSeed(volume: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Defines a VM with its metadata, booting from the seed volume `seed`; `VM_EXISTS` if the name is
+   * taken, `NO_CAPACITY` when full.
+   */
   define(
     name: string,
     metadata: Readonly<Record<string, string>>,
     seed: string,
     signal?: AbortSignal,
   ): Promise<void>;
+  /** Writes the password file in a VM's filesystem; its proxy loads it again a moment later. */
+  putPasswordFile(name: string, contents: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /** Starts a VM that is not running; it gets an address. */
   start(name: string, signal?: AbortSignal): Promise<void>;
+  /** Stops a running VM. */
   stop(name: string, signal?: AbortSignal): Promise<void>;
+  /** Removes a VM that is not running. */
   destroy(name: string, signal?: AbortSignal): Promise<void>;
+  /** Every VM on the backend. */
   list(signal?: AbortSignal): Promise<VmRecord[]>;
 }
 
@@ -72,6 +97,7 @@ export interface MemorySeam {
  * provider may call; everything else is for the harness.
  */
 export class MemoryBackend {
+  /** The VMs by name. */
   readonly vms = new Map<string, VmRecord>();
   /** Seed volumes by name, with their size in bytes. */
   readonly seeds = new Map<string, number>();
@@ -87,9 +113,15 @@ export class MemoryBackend {
   private blocker: { skip: number; gate: HarnessGate } | undefined;
   private deleteHolds = new Map<string, HarnessGate>();
   private nextIp = 10;
+  private readonly reloadMs: number;
 
-  constructor(opts: { token: string }) {
+  /**
+   * `reloadMs`: how long after its password file is written a running VM's
+   * proxy loads it (20 ms by default).
+   */
+  constructor(opts: { token: string; reloadMs?: number | undefined }) {
     this.token = opts.token;
+    this.reloadMs = opts.reloadMs ?? 20;
   }
 
   /**
@@ -129,6 +161,18 @@ export class MemoryBackend {
           }
           this.vms.set(name, { name, status: 'defined', metadata: { ...metadata }, seed });
         }),
+      putPasswordFile: (name, contents, signal) =>
+        this.call('putPasswordFile', credential, signal, () => {
+          const vm = this.mustGet(name);
+          const now = Date.now();
+          this.vms.set(name, {
+            ...vm,
+            passwordFile: Uint8Array.from(contents),
+            // Until it reloads, the proxy keeps the file it has now.
+            proxyFile: loadedFile(vm, now),
+            proxyReloadAt: now + this.reloadMs,
+          });
+        }),
       start: (name, signal) =>
         this.call('start', credential, signal, () => {
           const vm = this.mustGet(name);
@@ -136,7 +180,12 @@ export class MemoryBackend {
           if (vm.status === 'running') {
             throw new BackendError('WRONG_STATE', `VM ${name} is already running`);
           }
-          this.vms.set(name, { ...vm, status: 'running', ip: `10.0.0.${this.nextIp++}` });
+          this.vms.set(name, {
+            ...vm,
+            status: 'running',
+            ip: `10.0.0.${this.nextIp++}`,
+            proxyFile: vm.passwordFile,
+          });
         }),
       stop: (name, signal) =>
         this.call('stop', credential, signal, () => {
@@ -265,5 +314,13 @@ export class MemoryBackend {
   /** Puts a VM in place, replacing any of the same name. */
   plant(vm: VmRecord): void {
     this.vms.set(vm.name, vm);
+  }
+
+  /**
+   * Whether the proxy of the VM named `name` lets this credential in now
+   * (`proxyLetsIn`): what `acceptsCredential` asks.
+   */
+  proxyAccepts(name: string, credential: { username: string; password: string }): boolean {
+    return proxyLetsIn(this.vms.get(name), credential, Date.now());
   }
 }

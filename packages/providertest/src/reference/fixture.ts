@@ -24,6 +24,9 @@ export const MEMORY_CREDENTIAL_SENTINEL = 'tok-SENTINEL-7f3a9c-never-log-me';
 
 const ACCEPTED_TOKEN = 'accepted-token-4d2c';
 
+/** The harness's `authSettleMs`: the backend's proxies take a new file 20 ms after it is written. */
+const AUTH_SETTLE_MS = 1_000;
+
 /** Options of {@link createReferenceFixture}. */
 export interface ReferenceFixtureOptions {
   /**
@@ -46,12 +49,19 @@ export async function createReferenceFixture(
   let rotations = 0;
   const zones = ['zone-a', 'zone-b', 'zone-c'];
   const module = opts.module ?? providerModule;
-  const provider: Provider = await createProvider(
-    module,
-    'memory-a',
-    { zones, machineTypes: ['small', 'large'], images: ['debian-13'] },
-    { ...deps, backend, credential: () => credential },
-  );
+  const withZones = (configured: readonly string[]): Promise<Provider> =>
+    createProvider(
+      module,
+      'memory-a',
+      { zones: configured, machineTypes: ['small', 'large'], images: ['debian-13'] },
+      { ...deps, backend, credential: () => credential },
+    );
+  const provider = await withZones(zones);
+  const placed = (zone: string | undefined) => ({
+    ...(zone === undefined ? {} : { zone }),
+    machineType: 'small',
+    image: 'debian-13',
+  });
   const name = (id: string) => {
     const parts = memoryId.parse(id);
     if (parts === undefined) throw new Error(`harness: not a reference provider ID: ${id}`);
@@ -88,6 +98,26 @@ export async function createReferenceFixture(
       },
       { placement: { machineType: 'small', image: 'debian-13' }, field: 'placement.zone' },
     ],
+    zoneConfigurations: [
+      {
+        zones,
+        accepted: [placed('zone-b'), placed('zone-c')],
+        refused: [
+          { placement: placed(undefined), field: 'placement.zone' },
+          { placement: placed(''), field: 'placement.zone' },
+        ],
+      },
+      {
+        // With one zone, a request may leave the zone out (or empty).
+        zones: ['zone-b'],
+        accepted: [placed(undefined), placed(''), placed('zone-b')],
+        refused: [
+          { placement: placed('zone-a'), field: 'placement.zone' },
+          { placement: placed('mars'), field: 'placement.zone' },
+        ],
+      },
+    ],
+    withZones,
     backendCalls: () => backend.calls.length,
     instanceCount: async () => backend.vms.size,
     secondaryCount: async () => backend.seeds.size,
@@ -246,6 +276,9 @@ export async function createReferenceFixture(
       credential = `${ACCEPTED_TOKEN}-rotated-${++rotations}`;
       backend.acceptToken(credential);
     },
+    // The VM's simulated proxy, checked against the password file it has loaded.
+    acceptsCredential: async (id, c) => backend.proxyAccepts(name(id), c),
+    authSettleMs: AUTH_SETTLE_MS,
   };
   return { provider, harness, backend };
 }

@@ -86,6 +86,7 @@ export const profile: Profile = {
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'local-peer',
+  credentialRotation: 'in-place',
 };
 
 /** The reference provider as a provider module (type `memory`). */

@@ -22,6 +22,7 @@ import {
   observeSeam,
   type ProviderDeps,
   type ProviderImplementation,
+  type ProxyAuth,
   parseMark,
   Reason,
   requireOneOf,
@@ -59,6 +60,7 @@ export const memoryId = idFormat(['vms', ':name'], {
 
 /** The parts of a reference provider ID. */
 export interface MemoryId {
+  /** The VM's name. */
   readonly name: string;
 }
 
@@ -100,13 +102,19 @@ export function mapMemoryState(vm: VmRecord): State {
  * variant that breaks exactly one rule.
  */
 export class MemoryImplementation implements ProviderImplementation<MemoryId> {
+  /** The ID format, `vms/<name>`. */
   readonly ids: IdParser<MemoryId> = memoryId;
+  /** The validated config block. */
   protected readonly config: MemoryConfig;
+  /** The backend's seam, decorated with spans and debug lines. */
   protected readonly seam: MemorySeam;
+  /** The logger, bound to the provider's name. */
   protected readonly log: Logger;
+  /** The clock creation marks are read from. */
   protected readonly clock: Clock;
 
   constructor(
+    /** The configured provider name. */
     protected readonly name: string,
     config: MemoryConfig,
     deps: MemoryProviderDeps & ShellDeps,
@@ -136,6 +144,7 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     });
   }
 
+  /** The key create, get and delete of one instance are serialised on: its name. */
   lockKey(id: MemoryId): string {
     return id.name;
   }
@@ -168,8 +177,18 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
       await this.seam.deleteSeed(seed, ctx.signal).catch(() => {});
       throw err;
     }
+    await this.writePasswordFile(req, ctx);
     await this.seam.start(req.name, ctx.signal);
     return id;
+  }
+
+  /** Writes the request's password file into the VM, before its proxy starts; nothing without `auth`. */
+  protected async writePasswordFile(
+    req: CheckedCreateRequest,
+    ctx: OperationContext,
+  ): Promise<void> {
+    if (req.auth === undefined) return;
+    await this.seam.putPasswordFile(req.name, req.auth.passwordFile, ctx.signal);
   }
 
   /** Adopts our own VM (same UID or empty, same installation) and finishes it; refuses anything else. */
@@ -185,6 +204,7 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
       );
     }
     await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
+    await this.writePasswordFile(req, ctx);
     if (vm.status !== 'running') await this.seam.start(req.name, ctx.signal);
     this.log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
   }
@@ -212,6 +232,7 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     return parseMark(vm.metadata);
   }
 
+  /** Reads the VM: NotFound when it is gone or unmarked, Transient while it is locked. */
   async get(id: MemoryId, ctx: OperationContext): Promise<Instance> {
     const vm = await this.seam.lookup(id.name, ctx.signal);
     if (vm === undefined) throw ctx.notFound(`instance ${id.name} does not exist`);
@@ -253,6 +274,21 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     await this.seam.deleteSeed(seedVolume(id.name), ctx.signal);
   }
 
+  /**
+   * UpdateAuth (§4.20, in place): the VM's password file replaced; its
+   * proxy takes the new one a moment later, without a restart. NotFound
+   * when the VM is gone or unmarked.
+   */
+  async updateAuth(id: MemoryId, auth: ProxyAuth, ctx: OperationContext): Promise<void> {
+    const vm = await this.seam.lookup(id.name, ctx.signal);
+    if (vm === undefined || this.readMark(vm) === undefined) {
+      throw ctx.notFound(`instance ${id.name} does not exist`);
+    }
+    await this.seam.putPasswordFile(id.name, auth.passwordFile, ctx.signal);
+    this.log.debug({ name: id.name }, 'memory password file replaced');
+  }
+
+  /** The marked VMs of an installation. */
   async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
     const vms = await this.seam.list(ctx.signal);
     return markedInstances(
@@ -261,6 +297,7 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     );
   }
 
+  /** The Checker: one target per zone, each pinged. */
   readonly checker: ImplementationChecker = {
     targets: (): CheckTarget[] =>
       this.config.zones.map((zone) => ({ target: zone, address: `memory://${zone}` })),

@@ -1,4 +1,5 @@
 import { isIPv4 } from 'node:net';
+import type { Placement, Provider } from '@proxy-op/contract';
 import {
   abortWhileBlocked,
   type ConformanceOptions,
@@ -12,6 +13,7 @@ import {
   rejection,
   required,
   settleWithin,
+  type TestContext,
   test,
   uidOf,
   within,
@@ -21,8 +23,9 @@ const CLOUD_INIT_SECRET = 'CLOUDINIT-SENTINEL-5b1e-never-log-me';
 const SENTINEL_CLOUD_INIT = `#cloud-config\n# ${CLOUD_INIT_SECRET}\nruncmd: [true]\n`;
 
 /**
- * Create (§2.1): idempotence, placement checked before any backend call,
- * what Get sees right after Create, deterministic IDs, the creation time,
+ * Create (§2.1): idempotence, placement checked before any backend call
+ * (under each zone configuration the harness offers), what Get sees right
+ * after Create, deterministic IDs, the creation time,
  * quota, never-started instances, and cloud-init kept out of every log,
  * span and error.
  */
@@ -41,25 +44,65 @@ export function describeCreateConformance(opts: ConformanceOptions): void {
       expect((await t.provider.get(id)).uid, 'the UID of the instance').toBe(req.uid);
     });
 
+    /** Each placement refused as Permanent, naming its field, before any backend call. */
+    const expectRefused = async (
+      t: TestContext,
+      provider: Provider,
+      refused: readonly { readonly placement: Placement; readonly field: string }[],
+      under = '',
+    ) => {
+      for (const { placement, field } of refused) {
+        const what = `${JSON.stringify(placement)}${under}`;
+        const before = t.harness.backendCalls();
+        const err = await rejection(provider.create(t.request({ placement })));
+        expect(classOf(err), `class of the refusal of ${what}`).toBe('Permanent');
+        expect((err as Error).message, `the refusal of ${what} names ${field}`).toContain(field);
+        expect(t.harness.backendCalls(), `backend calls for ${what}`).toBe(before);
+      }
+    };
+
     test(opts, 'Create checks placement before any backend call', async (t) => {
       expect(
         t.harness.invalidPlacements.length,
         'the harness lists invalid placements',
       ).toBeGreaterThan(0);
-      for (const { placement, field } of t.harness.invalidPlacements) {
-        const what = JSON.stringify(placement);
-        const before = t.harness.backendCalls();
-        const err = await rejection(t.provider.create(t.request({ placement })));
-        expect(classOf(err), `class of the refusal of ${what}`).toBe('Permanent');
-        expect((err as Error).message, `the refusal of ${what} names ${field}`).toContain(field);
-        expect(t.harness.backendCalls(), `backend calls for ${what}`).toBe(before);
-      }
+      await expectRefused(t, t.provider, t.harness.invalidPlacements);
       const before = t.harness.backendCalls();
       await t.provider.create(t.request());
       expect(
         t.harness.backendCalls(),
         'backend calls of a valid Create (the harness must count them, or the checks above prove nothing)',
       ).toBeGreaterThan(before);
+    });
+
+    test(opts, 'placement follows the zones the provider is configured with', async (t) => {
+      for (const config of t.harness.zoneConfigurations ?? []) {
+        const withZones = required(
+          t.harness.withZones,
+          'the harness implements withZones (it lists zoneConfigurations)',
+        );
+        const provider = await withZones.call(t.harness, config.zones);
+        const under = ` with the zones ${JSON.stringify(config.zones)}`;
+        await expectRefused(t, provider, config.refused, under);
+        for (const placement of config.accepted) {
+          const what = `${JSON.stringify(placement)}${under}`;
+          const req = t.request({ placement });
+          const made = await settleWithin(provider.create(req), 10_000);
+          expect(
+            made.state === 'rejected' ? `rejected: ${classOf(made.error)}` : made.state,
+            `Create of ${what}`,
+          ).toBe('resolved');
+          const id = made.state === 'resolved' ? made.value : '';
+          const uid = await provider.get(id).then(
+            (inst) => inst.uid,
+            (err: unknown) => `rejected: ${classOf(err)}`,
+          );
+          expect(uid, `the UID of the instance of ${what}`).toBe(req.uid);
+          expect(await outcome(provider.delete(id)), `Delete of the instance of ${what}`).toBe(
+            'resolved',
+          );
+        }
+      }
     });
 
     test(opts, 'the shortest and the longest names work end to end', async (t) => {

@@ -73,17 +73,38 @@ export function describeGetConformance(opts: ConformanceOptions): void {
         'Running',
       );
       expect(without.ip, 'the IP of an instance without an address').toBeUndefined();
-      if (profile.ipSource === 'discovered') {
-        expect(without.state, 'the state while the address is being discovered').toBe(
-          'Provisioning',
-        );
-      }
       await t.harness.setRunning(id, '10.20.30.40');
       const withIp = await t.provider.get(id);
       expect(withIp.state, 'the state once it has an address').toBe('Running');
       expect(withIp.ip, 'the IP once it has an address').toBe('10.20.30.40');
       expect(isIPv4(withIp.ip ?? ''), 'a Running instance has an IPv4 address').toBe(true);
     });
+
+    test(
+      opts,
+      'a running instance without an address is Provisioning, never Running',
+      async (t) => {
+        // Whatever the profile: Stopped would have the operator replace an
+        // instance that is only late with its address, Running would give out none.
+        const id = await t.provider.create(t.request());
+        await t.harness.setRunning(id, undefined);
+        const before = await t.provider.get(id);
+        expect(before.state, 'the state of a running instance without an address yet').toBe(
+          'Provisioning',
+        );
+        expect(before.ip, 'the IP of a running instance without an address yet').toBeUndefined();
+        await t.harness.setRunning(id, '10.20.30.40');
+        expect((await t.provider.get(id)).state, 'the state once it has an address').toBe(
+          'Running',
+        );
+        await t.harness.setRunning(id, undefined);
+        const after = await t.provider.get(id);
+        expect(after.state, 'the state of a running instance whose address is gone').toBe(
+          'Provisioning',
+        );
+        expect(after.ip, 'the IP of a running instance whose address is gone').toBeUndefined();
+      },
+    );
 
     test(opts, 'Get reads an IP that changed after Running', async (t) => {
       const id = await t.provider.create(t.request());
