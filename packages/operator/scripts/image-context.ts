@@ -45,7 +45,7 @@ async function workspace(): Promise<Map<string, { dir: string; manifest: Manifes
 export async function imagePackages(): Promise<Map<string, string>> {
   const ws = await workspace();
   // The built operator (npm run build) says which packages the short names come from.
-  const { FIRST_PARTY_PROVIDERS } = await import('../dist/providers.js');
+  const { FIRST_PARTY_PROVIDERS } = await import('../dist/providers/registry.js');
   const wanted = ['@proxy-op/operator', ...Object.values(FIRST_PARTY_PROVIDERS)];
   const chosen = new Map<string, string>();
   const visit = (name: string) => {

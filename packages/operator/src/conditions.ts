@@ -6,26 +6,29 @@
  */
 import type { Condition, ConditionType } from './schema.js';
 
+/** A condition whose type is one of `T` (a Proxy's, a pool's). */
+export type TypedCondition<T extends string> = Omit<Condition, 'type'> & { type: T };
+
 /**
  * Sets condition `type` in `conditions` (a new array is returned). The
  * transition time is kept while the status stays the same; reason and
  * message are updated in place.
  */
-export function setCondition(
-  conditions: readonly Condition[] | undefined,
+export function setCondition<T extends string = ConditionType>(
+  conditions: readonly TypedCondition<T>[] | undefined,
   next: {
-    type: ConditionType;
+    type: T;
     status: Condition['status'];
     reason: string;
     message: string;
     observedGeneration?: number | undefined;
   },
   now: Date,
-): Condition[] {
+): TypedCondition<T>[] {
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === next.type);
   const old = i >= 0 ? list[i] : undefined;
-  const c: Condition = {
+  const c: TypedCondition<T> = {
     type: next.type,
     status: next.status,
     reason: next.reason,

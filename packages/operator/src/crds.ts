@@ -7,6 +7,7 @@
  * @module
  */
 import { stringify } from 'yaml';
+import { poolSpecSchema, poolStatusSchema } from './pool/schema.js';
 import {
   GROUP,
   providerHealthStatusSchema,
@@ -62,6 +63,8 @@ function crd(opts: {
   properties: Record<string, Json>;
   required?: string[];
   columns: Array<{ name: string; type: string; jsonPath: string; description: string }>;
+  /** The scale subresource's paths, for a resource with replicas. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string };
 }): Record<string, Json> {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -83,7 +86,8 @@ function crd(opts: {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          subresources:
+            opts.scale === undefined ? { status: {} } : { status: {}, scale: opts.scale },
           additionalPrinterColumns: [
             ...opts.columns,
             {
@@ -112,7 +116,7 @@ function crd(opts: {
   };
 }
 
-/** The two CRDs, as objects. */
+/** The CRDs, as objects: Proxy, ProviderHealth, ProxyPool. */
 export function customResourceDefinitions(): Record<string, Json>[] {
   return [
     crd({
@@ -142,6 +146,12 @@ export function customResourceDefinitions(): Record<string, Json>[] {
           jsonPath: '.status.endpoint',
           description: 'http://ip:port once Ready',
         },
+        {
+          name: 'Egress',
+          type: 'string',
+          jsonPath: '.status.egressIP',
+          description: 'The source address the probe target saw',
+        },
       ],
     }),
     crd({
@@ -166,6 +176,51 @@ export function customResourceDefinitions(): Record<string, Json>[] {
           type: 'date',
           jsonPath: '.status.lastCheckTime',
           description: 'Time of the last check round',
+        },
+      ],
+    }),
+    crd({
+      plural: 'proxypools',
+      singular: 'proxypool',
+      kind: 'ProxyPool',
+      scope: 'Namespaced',
+      shortNames: ['ppool'],
+      description:
+        'A fleet of Proxies made from one template: scaled, rolled make-before-break, rotated by age, remediated, spread over providers, its verified endpoints published.',
+      required: ['spec'],
+      properties: {
+        spec: toStructural(poolSpecSchema),
+        status: toStructural(poolStatusSchema),
+      },
+      scale: {
+        specReplicasPath: '.spec.replicas',
+        statusReplicasPath: '.status.replicas',
+        labelSelectorPath: '.status.selector',
+      },
+      columns: [
+        {
+          name: 'Desired',
+          type: 'integer',
+          jsonPath: '.spec.replicas',
+          description: 'Proxies wanted',
+        },
+        {
+          name: 'Ready',
+          type: 'integer',
+          jsonPath: '.status.readyReplicas',
+          description: 'Ready Proxies',
+        },
+        {
+          name: 'Up-To-Date',
+          type: 'integer',
+          jsonPath: '.status.updatedReplicas',
+          description: 'Proxies of the current template',
+        },
+        {
+          name: 'Available',
+          type: 'integer',
+          jsonPath: '.status.availableReplicas',
+          description: 'Proxies published as endpoints',
         },
       ],
     }),

@@ -6,7 +6,8 @@
  * @module
  */
 import type { TargetResult } from '@proxy-op/contract';
-import type { ConfiguredProvider } from './providers.js';
+import { withDeadline } from './deadline.js';
+import type { ConfiguredProvider } from './providers/set.js';
 import type { ProviderHealth, TargetHealth } from './schema.js';
 
 /**
@@ -47,18 +48,20 @@ export function toProviderHealth(
 }
 
 /**
- * Runs one provider's Checker with a timeout. A provider without a Checker
- * gives undefined; a Checker that throws gives one not-ready target named
- * after the provider, reason `APIError`.
+ * Runs one provider's Checker with a timeout; `signal` (the operator's stop)
+ * ends the round early too. A provider without a Checker gives undefined; a
+ * Checker that throws gives one not-ready target named after the provider,
+ * reason `APIError`.
  */
 export async function checkProvider(
   cp: ConfiguredProvider,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<TargetResult[] | undefined> {
   const check = cp.provider.check;
   if (check === undefined) return undefined;
   try {
-    return await check.call(cp.provider, { signal: AbortSignal.timeout(timeoutMs) });
+    return await withDeadline(timeoutMs, signal, (o) => check.call(cp.provider, o));
   } catch (err) {
     return [
       {

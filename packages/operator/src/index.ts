@@ -5,7 +5,24 @@
  *
  * @packageDocumentation
  */
-export { canonicalJson, renderCloudInit, renderSquidConfig, specHash } from './cloudinit.js';
+export type { Credential, CredentialRecord } from './auth/credential.js';
+export { ROTATE_ANNOTATION } from './auth/step.js';
+export {
+  type CredentialOwner,
+  type CredentialStore,
+  FileCredentialStore,
+  MemoryCredentialStore,
+  type RefCredential,
+} from './auth/store.js';
+export {
+  type CloudInitAuth,
+  canonicalJson,
+  type HashedAuth,
+  renderCloudInit,
+  renderSquidConfig,
+  type SpecAuth,
+  specHash,
+} from './cloudinit.js';
 export { getCondition, setCondition } from './conditions.js';
 export { crdsYaml, customResourceDefinitions, toStructural } from './crds.js';
 export {
@@ -29,32 +46,104 @@ export {
   LeaderElector,
   microTime,
 } from './kube/leader.js';
+export { KubePoolStore, type KubePoolStoreOptions } from './kube/pools.js';
+export { credentialSecretName, SecretCredentialStore } from './kube/secrets.js';
 export { KubeStore, type KubeStoreOptions } from './kube/store.js';
 export { createLogger } from './log.js';
 export { validateManifestsDir } from './manifests.js';
 export { instanceName, MAX_INSTANCE_NAME } from './naming.js';
 export { Operator, type OperatorDeps, type OperatorOptions } from './operator.js';
 export { startTracing, type Tracing, tracingRequested } from './otel.js';
+export { EventLog, type EventLogOptions } from './page/events.js';
 export {
-  type AnyProviderModule,
-  builtinProviders,
-  type ConfiguredProvider,
+  CONTENT_SECURITY_POLICY,
+  type StatusPage,
+  type StatusPageOptions,
+  startStatusPage,
+} from './page/server.js';
+export type { PageProbes, StatusPageSource } from './page/snapshot.js';
+export type { StreamOptions, StreamStats } from './page/stream.js';
+export type { PageEvent, PageRole } from './page/wire.js';
+export {
+  membersOf,
+  PoolController,
+  type PoolControllerDeps,
+  type PoolControllerOptions,
+  templateHash,
+} from './pool/controller.js';
+export { type Member, type Plan, type PlanInput, planPool } from './pool/plan.js';
+export { type ResolvedPoolSpec, resolvePoolSpec } from './pool/resolve.js';
+export {
+  type PoolEndpoint,
+  type PoolManifest,
+  type PoolMetadata,
+  type PoolObject,
+  type PoolSpec,
+  type PoolStatus,
+  poolSpecSchema,
+  poolStatusSchema,
+  validatePoolManifest,
+  validatePoolSpec,
+} from './pool/schema.js';
+export {
+  MemoryPoolStore,
+  ownerRefOf,
+  POOL_LABEL,
+  type PoolProxy,
+  type PoolStore,
+  type PublishedEndpoints,
+  REMEDIATE_ANNOTATION,
+  SKIP_REMEDIATION_ANNOTATION,
+  TEMPLATE_HASH_LABEL,
+} from './pool/store.js';
+export type { ProbeEntry, ProbeFailure, ProbeSeed, Verdict } from './probe/record.js';
+export type { ShortCircuit } from './probe/remediation.js';
+export {
+  type DataPlaneView,
+  ProbeScheduler,
+  type ProbeSchedulerDeps,
+  type ProbeSchedulerOptions,
+  type RunningInstance,
+} from './probe/scheduler.js';
+export { probeStatusSchema, remediationSchema } from './probe/schema.js';
+export {
+  type MaxUnhealthy,
+  type ProbeSettings,
+  parseProbeSettings,
+} from './probe/settings.js';
+export {
+  type OwnProbeTarget,
+  type ProbeTargetOptions,
+  startProbeTarget,
+} from './probe/target.js';
+export {
   DEFAULT_PROVIDER,
   defaultProvidersConfig,
-  FIRST_PARTY_PROVIDERS,
-  loadProvidersFile,
   localStateDir,
+  standaloneProviders,
+} from './providers/default.js';
+export {
+  type FileStamp,
+  fileStamp,
+  loadProvidersFile,
   type ProviderEntry,
-  ProviderRegistry,
-  ProviderSet,
-  type ProvidersChange,
   type ProvidersConfig,
   type ProvidersLoad,
   parseProvidersConfig,
-  type RegistryEntry,
-  standaloneProviders,
   watchProvidersFile,
-} from './providers.js';
+} from './providers/file.js';
+export {
+  type AnyProviderModule,
+  builtinProviders,
+  FIRST_PARTY_PROVIDERS,
+  ProviderRegistry,
+  type RegistryEntry,
+} from './providers/registry.js';
+export {
+  type ConfiguredProvider,
+  ProviderSet,
+  type ProvidersChange,
+} from './providers/set.js';
 export {
   Backoff,
   type BackoffOptions,
@@ -74,6 +163,7 @@ export {
   formatProblems,
   GROUP,
   type Phase,
+  type ProbeStatus,
   type ProviderHealth,
   type ProviderHealthStatus,
   type ProxyManifest,
@@ -92,17 +182,24 @@ export {
   validateProxyManifest,
   validateProxySpec,
 } from './schema.js';
+export { type ScanReport, type StandaloneOptions, StandaloneStore } from './standalone.js';
+export { StandalonePools } from './standalone-pools.js';
 export {
   defaultStateFile,
   readStateFile,
-  type ScanReport,
   STATE_VERSION,
-  type StandaloneOptions,
-  StandaloneStore,
   type StateEntry,
   type StateFile,
-} from './standalone.js';
-export { type EventType, MemoryStore, type ProxyStore, proxyKey, splitKey } from './store.js';
+} from './state-file.js';
+export {
+  type EventType,
+  hookStore,
+  MemoryStore,
+  type ProxyStore,
+  proxyKey,
+  type StoreHooks,
+  splitKey,
+} from './store.js';
 export {
   createPrometheusMetrics,
   type PrometheusMetrics,

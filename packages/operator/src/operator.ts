@@ -6,9 +6,15 @@
  */
 import { type Meter, metrics, type Tracer } from '@opentelemetry/api';
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import type { ProbeTargetSpec } from '@proxy-op/probe';
+import type { CredentialStore } from './auth/store.js';
+import { DEFAULTS } from './defaults.js';
 import { collectGarbage, type GcReport } from './gc.js';
 import { checkProvider, toProviderHealth } from './health.js';
-import type { ProviderSet, ProvidersChange, ProvidersConfig } from './providers.js';
+import { messageOf } from './message.js';
+import { ProbeScheduler, type ProbeSchedulerOptions } from './probe/scheduler.js';
+import type { ProvidersConfig } from './providers/file.js';
+import type { ProviderSet, ProvidersChange } from './providers/set.js';
 import { WorkQueue } from './queue.js';
 import { Reconciler, type ReconcilerOptions } from './reconciler.js';
 import type { Phase, ProviderHealth } from './schema.js';
@@ -34,17 +40,35 @@ export interface OperatorOptions extends ReconcilerOptions {
   readonly healthIntervalMs?: number | undefined;
   /** Deadline of one check round (default 10000). */
   readonly checkTimeoutMs?: number | undefined;
+  /** Probe interval of the data plane (default 30000; 0 turns probing off). */
+  readonly probeIntervalMs?: number | undefined;
+  /** The probe scheduler's other tunables (timeout, concurrency, startup timeout, threshold, ...). */
+  readonly probes?: Omit<ProbeSchedulerOptions, 'intervalMs'> | undefined;
 }
 
 /** What the operator is built with. */
 export interface OperatorDeps {
+  /** Where the Proxies are read and their status written. */
   readonly store: ProxyStore;
+  /** The configured providers. */
   readonly providers: ProviderSet;
+  /** Where the operator logs; silent when omitted. */
   readonly logger?: Logger | undefined;
+  /** The tracer for reconcile spans; the global one when omitted. */
   readonly tracer?: Tracer | undefined;
+  /** The meter for the operator's metrics; the global one when omitted. */
   readonly meter?: Meter | undefined;
+  /** The clock; the system clock when omitted. */
   readonly now?: (() => Date) | undefined;
+  /** The random source of the backoff jitter (`Math.random` by default), for tests. */
   readonly random?: (() => number) | undefined;
+  /**
+   * The operator's own whoami target (the CLI starts one). Without it, only
+   * providers whose `probe.url` names a target are probed.
+   */
+  readonly probeTarget?: ProbeTargetSpec | undefined;
+  /** Where the Proxies' credentials are kept; in memory when omitted (lost at exit). */
+  readonly credentials?: CredentialStore | undefined;
 }
 
 /**
@@ -52,13 +76,20 @@ export interface OperatorDeps {
  * interval and the health monitor every health interval.
  */
 export class Operator {
+  /** The work queue of Proxy keys the workers take from. */
   readonly queue: WorkQueue;
+  /** The reconciler the workers run. */
   readonly reconciler: Reconciler;
+  /** The probes of the data plane; undefined when probing is off (`probeIntervalMs: 0`). */
+  readonly probes: ProbeScheduler | undefined;
   readonly #deps: OperatorDeps;
   readonly #opts: OperatorOptions;
   readonly #log: Logger;
+  /** The stop signal: aborts the provider calls of reconciles, GC and health checks in flight. */
   readonly #abort = new AbortController();
   readonly #timers: Array<ReturnType<typeof setInterval>> = [];
+  /** GC passes and health rounds under way; stop() waits for them. */
+  readonly #tasks = new Set<Promise<unknown>>();
   readonly #now: () => Date;
   #unwatch: (() => void) | undefined;
   #gcCounter;
@@ -81,7 +112,7 @@ export class Operator {
       description: 'Orphaned instances GC deleted (or, in a dry run, would delete)',
     });
     this.queue = new WorkQueue({
-      workers: opts.workers ?? 3,
+      workers: opts.workers ?? DEFAULTS.workers,
       backoff: {
         ...(opts.backoffBaseMs !== undefined ? { baseMs: opts.backoffBaseMs } : {}),
         ...(opts.backoffMaxMs !== undefined ? { maxMs: opts.backoffMaxMs } : {}),
@@ -89,16 +120,30 @@ export class Operator {
         ...(deps.random !== undefined ? { random: deps.random } : {}),
       },
       onError: (key, err, retryInMs) => {
-        this.#log.warn(
-          { proxy: key, err: err instanceof Error ? err.message : String(err), retryInMs },
-          'reconcile failed',
-        );
+        this.#log.warn({ proxy: key, err: messageOf(err), retryInMs }, 'reconcile failed');
       },
       onDone: (_key, ms, outcome) => {
         reconciles.add(1, { outcome });
         duration.record(ms / 1000, { outcome });
       },
     });
+    const probeEvery = opts.probeIntervalMs ?? DEFAULTS.probeIntervalMs;
+    this.probes =
+      probeEvery > 0
+        ? new ProbeScheduler(
+            {
+              store: deps.store,
+              target: deps.probeTarget,
+              onChange: (key) => this.queue.add(key),
+              logger: deps.logger,
+              tracer: deps.tracer,
+              meter,
+              now: deps.now,
+              random: deps.random,
+            },
+            { ...opts.probes, intervalMs: probeEvery },
+          )
+        : undefined;
     this.reconciler = new Reconciler(
       {
         store: deps.store,
@@ -108,6 +153,8 @@ export class Operator {
         now: deps.now,
         random: deps.random,
         signal: this.#abort.signal,
+        probes: this.probes,
+        credentials: deps.credentials,
       },
       opts,
     );
@@ -137,9 +184,9 @@ export class Operator {
     this.#unwatch = this.#deps.store.watch((key) => this.queue.add(key));
     this.queue.start((key) => this.reconciler.reconcile(key));
     this.enqueueAll();
-    const gcEvery = this.#opts.gcIntervalMs ?? 300_000;
+    const gcEvery = this.#opts.gcIntervalMs ?? DEFAULTS.gcIntervalMs;
     if (gcEvery > 0) this.#every(gcEvery, () => this.runGc());
-    const healthEvery = this.#opts.healthIntervalMs ?? 60_000;
+    const healthEvery = this.#opts.healthIntervalMs ?? DEFAULTS.healthIntervalMs;
     if (healthEvery > 0) {
       this.#background(this.runHealth());
       this.#every(healthEvery, () => this.runHealth());
@@ -148,6 +195,14 @@ export class Operator {
 
   #background(p: Promise<unknown>): void {
     p.catch((err: unknown) => this.#log.error({ err: String(err) }, 'background task failed'));
+  }
+
+  /** Keeps `p` among the tasks stop() waits for until it settles. */
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#tasks.add(p);
+    const forget = () => this.#tasks.delete(p);
+    p.then(forget, forget);
+    return p;
   }
 
   #every(ms: number, fn: () => Promise<unknown>): void {
@@ -178,11 +233,16 @@ export class Operator {
    */
   async applyProviders(config: ProvidersConfig): Promise<ProvidersChange & { problems: string[] }> {
     const change = await this.#deps.providers.apply(config);
-    const touched = new Set([...change.added, ...change.rebuilt, ...change.removed]);
+    const touched = new Set([
+      ...change.added,
+      ...change.rebuilt,
+      ...change.removed,
+      ...change.probeChanged,
+    ]);
     for (const name of change.removed) {
       await this.#deps.store.deleteHealth(name).catch((err: unknown) => {
         this.#log.error(
-          { provider: name, err: err instanceof Error ? err.message : String(err) },
+          { provider: name, err: messageOf(err) },
           'deleting the ProviderHealth of a removed provider failed',
         );
       });
@@ -211,16 +271,21 @@ export class Operator {
     return change;
   }
 
-  /** One GC pass over every provider. */
-  async runGc(): Promise<GcReport[]> {
+  /** One GC pass over every provider; the operator's stop ends it. */
+  runGc(): Promise<GcReport[]> {
+    return this.#track(this.#gc());
+  }
+
+  async #gc(): Promise<GcReport[]> {
     const out: GcReport[] = [];
     for (const cp of this.#deps.providers.list()) {
       const report = await collectGarbage(cp, this.#deps.store, this.#deps.providers.installation, {
-        minAgeMs: this.#opts.gcMinAgeMs ?? 600_000,
+        minAgeMs: this.#opts.gcMinAgeMs ?? DEFAULTS.gcMinAgeMs,
         dryRun: this.#opts.gcDryRun ?? false,
         callTimeoutMs: this.#opts.callTimeoutMs,
         logger: this.#log,
         now: this.#now(),
+        signal: this.#abort.signal,
       });
       if (report.deleted.length > 0) {
         this.#gcCounter.add(report.deleted.length, {
@@ -233,14 +298,23 @@ export class Operator {
     return out;
   }
 
-  /** One health round: every provider with a Checker, concurrently; writes ProviderHealth. */
-  async runHealth(): Promise<ProviderHealth[]> {
-    const timeout = this.#opts.checkTimeoutMs ?? 10_000;
+  /**
+   * One health round: every provider with a Checker, concurrently; writes
+   * ProviderHealth. The operator's stop ends it, and a round it cut short
+   * writes nothing.
+   */
+  runHealth(): Promise<ProviderHealth[]> {
+    return this.#track(this.#health());
+  }
+
+  async #health(): Promise<ProviderHealth[]> {
+    const timeout = this.#opts.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs;
+    const stop = this.#abort.signal;
     const previous = new Map(this.#deps.store.listHealth().map((h) => [h.name, h]));
     const out = await Promise.all(
       this.#deps.providers.list().map(async (cp) => {
-        const results = await checkProvider(cp, timeout);
-        if (results === undefined) return undefined;
+        const results = await checkProvider(cp, timeout, stop);
+        if (results === undefined || stop.aborted) return undefined;
         const health = toProviderHealth(
           cp.name,
           cp.type,
@@ -261,6 +335,7 @@ export class Operator {
       Pending: 0,
       Provisioning: 0,
       Ready: 0,
+      Unhealthy: 0,
       Replacing: 0,
       Deleting: 0,
       Failed: 0,
@@ -274,8 +349,9 @@ export class Operator {
 
   /**
    * True when nothing is left to do right now: no key queued or in flight,
-   * no Proxy being deleted, and every Proxy Ready, Failed, or waiting for
-   * its provider to be configured, at its current generation.
+   * no Proxy being deleted, and every Proxy Ready, Unhealthy (its probes
+   * fail), Failed, or waiting for its provider to be configured, at its
+   * current generation.
    */
   settled(): boolean {
     if (this.queue.length > 0 || this.queue.inFlight > 0) return false;
@@ -286,7 +362,9 @@ export class Operator {
       const waiting = p.status.conditions?.some(
         (c) => c.type === 'ProviderConfigured' && c.status === 'False',
       );
-      if (phase !== 'Ready' && phase !== 'Failed' && !waiting) return false;
+      if (phase !== 'Ready' && phase !== 'Unhealthy' && phase !== 'Failed' && !waiting) {
+        return false;
+      }
     }
     return true;
   }
@@ -294,9 +372,10 @@ export class Operator {
   /**
    * Stops GC, the monitor and the workers: no key is taken any more; the
    * reconciles in flight get `graceMs` to finish (default 0), then their
-   * provider calls are aborted, which leaves them to be resumed by the next
-   * run (a repeated Create adopts its instance, a repeated Delete finds it
-   * gone). Resolves once no reconcile runs.
+   * provider calls are aborted, and so are those of a GC pass or health
+   * round under way, which leaves them to be resumed by the next run (a
+   * repeated Create adopts its instance, a repeated Delete finds it gone).
+   * Resolves once no reconcile, GC pass or health round runs.
    */
   async stop(opts: { graceMs?: number | undefined } = {}): Promise<void> {
     this.#unwatch?.();
@@ -309,6 +388,8 @@ export class Operator {
       clearTimeout(timer);
     }
     this.#abort.abort(new Error('operator stopping'));
+    await this.probes?.stop();
     await drained;
+    await Promise.allSettled([...this.#tasks]);
   }
 }

@@ -10,6 +10,7 @@
 
 /** A started SDK: `shutdown` flushes the spans still buffered. */
 export interface Tracing {
+  /** Flushes the spans not yet exported and stops exporting. */
   shutdown(): Promise<void>;
 }
 

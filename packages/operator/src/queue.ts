@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { DEFAULTS } from './defaults.js';
 
 /** What a reconcile asks of the queue when it succeeds. */
 export interface ReconcileResult {
@@ -21,6 +22,7 @@ export class TerminalError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+  /** Always `TerminalError`. */
   override get name(): string {
     return 'TerminalError';
   }
@@ -51,9 +53,9 @@ export class Backoff {
   readonly #random: () => number;
 
   constructor(opts: BackoffOptions = {}) {
-    this.#base = opts.baseMs ?? 1000;
-    this.#max = opts.maxMs ?? 300_000;
-    this.#jitter = opts.jitter ?? 0.1;
+    this.#base = opts.baseMs ?? DEFAULTS.backoffBaseMs;
+    this.#max = opts.maxMs ?? DEFAULTS.backoffMaxMs;
+    this.#jitter = opts.jitter ?? DEFAULTS.backoffJitter;
     this.#random = opts.random ?? Math.random;
     if (
       !(this.#base > 0) ||
@@ -119,7 +121,7 @@ export class WorkQueue {
   #idleWaiters: Array<() => void> = [];
 
   constructor(opts: WorkQueueOptions = {}) {
-    this.#workers = opts.workers ?? 3;
+    this.#workers = opts.workers ?? DEFAULTS.workers;
     if (!Number.isInteger(this.#workers) || this.#workers < 1) {
       throw new RangeError('WorkQueue: workers must be a positive integer');
     }

@@ -7,6 +7,8 @@
  */
 import { cidrProblem } from '@proxy-op/contract';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { authSchema, credentialsStatusSchema } from './auth/schema.js';
+import { probeStatusSchema, remediationSchema } from './probe/schema.js';
 
 /** The API group of the operator's resources. */
 export const GROUP = 'proxy-op.io';
@@ -17,17 +19,30 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 /** The finalizer the operator puts on every Proxy before its first Create. */
 export const FINALIZER = 'proxy-op.io/instance';
 
-const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+/** A DNS label (RFC 1123), as names and provider names are. */
+export const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
 /** An IPv4 or IPv6 CIDR. */
 const CIDR = `^(${OCTET}(\\.${OCTET}){3}/(3[0-2]|[12]?[0-9])|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`;
 
-const conditionSchema = {
+/** One status condition, as every resource of the operator writes them. */
+export const conditionSchema = {
   type: 'object',
   required: ['type', 'status', 'lastTransitionTime'],
   properties: {
-    type: { type: 'string', enum: ['Ready', 'ProviderConfigured', 'Latched', 'QuotaExceeded'] },
+    type: {
+      type: 'string',
+      enum: [
+        'Ready',
+        'ProviderConfigured',
+        'Latched',
+        'QuotaExceeded',
+        'DataPlane',
+        'RemediationAllowed',
+        'Credentials',
+      ],
+    },
     status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
     reason: { type: 'string' },
     message: { type: 'string' },
@@ -78,6 +93,8 @@ export const proxySpecSchema = {
       minLength: 1,
       description: 'User data that replaces the generated Squid cloud-init.',
     },
+    remediation: remediationSchema,
+    auth: authSchema,
   },
 } as const;
 
@@ -87,7 +104,7 @@ export const proxyStatusSchema = {
   properties: {
     phase: {
       type: 'string',
-      enum: ['Pending', 'Provisioning', 'Ready', 'Replacing', 'Deleting', 'Failed'],
+      enum: ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'],
     },
     providerID: { type: 'string' },
     instanceProvider: {
@@ -96,6 +113,9 @@ export const proxyStatusSchema = {
     },
     ip: { type: 'string' },
     endpoint: { type: 'string' },
+    egressIP: { type: 'string', description: 'The source address the probe target saw.' },
+    probe: probeStatusSchema,
+    credentials: credentialsStatusSchema,
     instanceState: {
       type: 'string',
       enum: ['Provisioning', 'Running', 'Stopped', 'Terminated'],
@@ -216,6 +236,8 @@ export type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
 export type ProxySpec = FromSchema<typeof proxySpecSchema>;
 /** A Proxy's status, as the operator writes it. */
 export type ProxyStatus = FromSchema<typeof proxyStatusSchema>;
+/** `status.probe`: the last probes through the data plane. */
+export type ProbeStatus = NonNullable<ProxyStatus['probe']>;
 /** One status condition. */
 export type Condition = FromSchema<typeof conditionSchema>;
 /** A condition type of a Proxy. */
@@ -231,27 +253,53 @@ export type TargetHealth = ProviderHealthStatus['targets'][number];
 
 /** The metadata the operator reads from a stored Proxy. */
 export interface ProxyMetadata {
+  /** The Proxy's namespace. */
   readonly namespace: string;
+  /** The Proxy's name. */
   readonly name: string;
+  /** The Proxy's UID: its instance's mark carries it. */
   readonly uid: string;
   /** Bumped by the store on every spec change. */
   readonly generation: number;
+  /** When the Proxy was created (RFC 3339). */
   readonly creationTimestamp: string;
   /** Set once the Proxy is being deleted; it stays until the finalizers are gone. */
   readonly deletionTimestamp?: string | undefined;
+  /** The Proxy's finalizers. */
   readonly finalizers: readonly string[];
+  /** The Proxy's annotations (`proxy-op.io/rotate-credentials` among them). */
+  readonly annotations?: Readonly<Record<string, string>> | undefined;
+  /** The Proxy's labels (a pool's Proxies carry the pool's and the template hash). */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
+  /** The objects that own the Proxy (a ProxyPool). */
+  readonly ownerReferences?: readonly OwnerReference[] | undefined;
+}
+
+/** An owner reference, as Kubernetes writes them. */
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly controller?: boolean | undefined;
+  readonly blockOwnerDeletion?: boolean | undefined;
 }
 
 /** A Proxy as a store holds it. */
 export interface ProxyObject {
+  /** What the operator reads of the object's metadata. */
   readonly metadata: ProxyMetadata;
+  /** The desired proxy, validated, defaults filled in. */
   readonly spec: ProxySpec;
+  /** What the operator last wrote. */
   readonly status: ProxyStatus;
 }
 
 /** A ProviderHealth resource (cluster-scoped; one per configured provider). */
 export interface ProviderHealth {
+  /** The configured provider's name. */
   readonly name: string;
+  /** The last check's outcome. */
   readonly status: ProviderHealthStatus;
 }
 
@@ -259,7 +307,9 @@ export interface ProviderHealth {
 
 /** One validation problem: a path (`spec.port`) and a message. */
 export interface SchemaProblem {
+  /** Where the problem is (`spec.port`). */
   readonly path: string;
+  /** What is wrong. */
   readonly message: string;
 }
 
@@ -307,6 +357,15 @@ function sourceProblems(spec: unknown): SchemaProblem[] {
     const problem = cidrProblem(cidr);
     return problem === undefined ? [] : [{ path: `spec.allowedSources[${i}]`, message: problem }];
   });
+}
+
+/**
+ * A validator of `schema` with the operator's rules (defaults filled in, every
+ * problem as `path: message` under `root`); the input is not modified.
+ */
+export function validatorOf<T>(schema: object, root: string): (input: unknown) => Validated<T> {
+  const v = ajv.compile(schema);
+  return (input) => run<T>(v, input, root);
 }
 
 function run<T>(validator: ValidateFunction, input: unknown, root: string): Validated<T> {

@@ -7,7 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { canonicalJson } from './cloudinit.js';
-import type { ProviderHealth, ProxyObject, ProxySpec, ProxyStatus } from './schema.js';
+import type {
+  ProviderHealth,
+  ProxyMetadata,
+  ProxyObject,
+  ProxySpec,
+  ProxyStatus,
+} from './schema.js';
 
 /** `namespace/name`: the key of a Proxy in the store and the queue. */
 export function proxyKey(namespace: string, name: string): string {
@@ -55,6 +61,57 @@ export interface ProxyStore {
   protectedUids?(): ReadonlySet<string>;
 }
 
+/** What {@link hookStore} adds to a store's writes. */
+export interface StoreHooks {
+  /** After a status write went through: the key, the status before and the one written. */
+  readonly afterStatus?: (key: string, before: ProxyStatus | undefined, after: ProxyStatus) => void;
+  /** Instead of the store's own Event recording (call `record` to keep it). */
+  readonly recordEvent?: (
+    key: string,
+    type: EventType,
+    reason: string,
+    message: string,
+    record: (key: string, type: EventType, reason: string, message: string) => void,
+  ) => void;
+}
+
+/**
+ * The same store with hooks on its writes: what the status page keeps of
+ * Events, what the pool controller learns of its Proxies' status. Every
+ * other call goes to the store as it is.
+ */
+export function hookStore(store: ProxyStore, hooks: StoreHooks): ProxyStore {
+  const { problems, protectedUids } = store;
+  const record = (key: string, type: EventType, reason: string, message: string) =>
+    store.recordEvent?.(key, type, reason, message);
+  const onEvent = hooks.recordEvent;
+  const afterStatus = hooks.afterStatus;
+  return {
+    get: (key) => store.get(key),
+    list: () => store.list(),
+    updateStatus:
+      afterStatus === undefined
+        ? (key, status) => store.updateStatus(key, status)
+        : async (key, status) => {
+            const before = store.get(key)?.status;
+            await store.updateStatus(key, status);
+            afterStatus(key, before, status);
+          },
+    addFinalizer: (key, f) => store.addFinalizer(key, f),
+    removeFinalizer: (key, f) => store.removeFinalizer(key, f),
+    watch: (listener) => store.watch(listener),
+    writeHealth: (h) => store.writeHealth(h),
+    deleteHealth: (name) => store.deleteHealth(name),
+    listHealth: () => store.listHealth(),
+    recordEvent:
+      onEvent === undefined
+        ? record
+        : (key, type, reason, message) => onEvent(key, type, reason, message, record),
+    ...(problems === undefined ? {} : { problems: () => problems.call(store) }),
+    ...(protectedUids === undefined ? {} : { protectedUids: () => protectedUids.call(store) }),
+  };
+}
+
 /** The type of an Event, as Kubernetes has it. */
 export type EventType = 'Normal' | 'Warning';
 
@@ -76,8 +133,17 @@ export class MemoryStore implements ProxyStore {
     this.#now = opts.now ?? (() => new Date());
   }
 
-  /** Creates or updates the Proxy `namespace/name` with `spec` (already validated). */
-  apply(namespace: string, name: string, spec: ProxySpec, uid?: string): ProxyObject {
+  /**
+   * Creates or updates the Proxy `namespace/name` with `spec` (already
+   * validated); `meta` sets its labels, annotations and owners.
+   */
+  apply(
+    namespace: string,
+    name: string,
+    spec: ProxySpec,
+    uid?: string,
+    meta: Pick<ProxyMetadata, 'labels' | 'annotations' | 'ownerReferences'> = {},
+  ): ProxyObject {
     const key = proxyKey(namespace, name);
     const old = this.#proxies.get(key);
     if (old !== undefined && canonicalJson(old.spec) === canonicalJson(spec)) return old;
@@ -91,6 +157,7 @@ export class MemoryStore implements ProxyStore {
               generation: 1,
               creationTimestamp: this.#now().toISOString(),
               finalizers: [],
+              ...meta,
             },
             spec,
             status: {},
@@ -115,20 +182,24 @@ export class MemoryStore implements ProxyStore {
     this.#emit(key);
   }
 
+  /** {@inheritDoc ProxyStore.get} */
   get(key: string): ProxyObject | undefined {
     return this.#proxies.get(key);
   }
 
+  /** {@inheritDoc ProxyStore.list} */
   list(): ProxyObject[] {
     return [...this.#proxies.values()];
   }
 
+  /** {@inheritDoc ProxyStore.updateStatus} */
   async updateStatus(key: string, status: ProxyStatus): Promise<void> {
     const old = this.#proxies.get(key);
     if (old === undefined) return;
     this.#proxies.set(key, { ...old, status });
   }
 
+  /** {@inheritDoc ProxyStore.addFinalizer} */
   async addFinalizer(key: string, finalizer: string): Promise<void> {
     const old = this.#proxies.get(key);
     if (old === undefined || old.metadata.finalizers.includes(finalizer)) return;
@@ -139,6 +210,7 @@ export class MemoryStore implements ProxyStore {
     });
   }
 
+  /** {@inheritDoc ProxyStore.removeFinalizer} */
   async removeFinalizer(key: string, finalizer: string): Promise<void> {
     const old = this.#proxies.get(key);
     if (old === undefined) return;
@@ -150,23 +222,28 @@ export class MemoryStore implements ProxyStore {
     }
   }
 
+  /** {@inheritDoc ProxyStore.watch} */
   watch(listener: (key: string) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
+  /** {@inheritDoc ProxyStore.writeHealth} */
   async writeHealth(health: ProviderHealth): Promise<void> {
     this.#health.set(health.name, health);
   }
 
+  /** {@inheritDoc ProxyStore.deleteHealth} */
   async deleteHealth(name: string): Promise<void> {
     this.#health.delete(name);
   }
 
+  /** {@inheritDoc ProxyStore.listHealth} */
   listHealth(): ProviderHealth[] {
     return [...this.#health.values()];
   }
 
+  /** {@inheritDoc ProxyStore.recordEvent} */
   recordEvent(key: string, type: EventType, reason: string, message: string): void {
     this.events.push({ key, type, reason, message });
   }

@@ -9,13 +9,19 @@ import type { AddressInfo } from 'node:net';
 import type { Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { parseListenAddress } from './listen.js';
+
+export { parseListenAddress } from './listen.js';
 
 /** A meter whose instruments are exported in the Prometheus text format. */
 export interface PrometheusMetrics {
+  /** The meter to create instruments on. */
   readonly meter: Meter;
+  /** The exporter, which serves no HTTP of its own. */
   readonly exporter: PrometheusExporter;
   /** The metrics text, as `/metrics` serves it. */
   text(): Promise<string>;
+  /** Stops the meter provider. */
   shutdown(): Promise<void>;
 }
 
@@ -49,16 +55,6 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       }),
     shutdown: () => provider.shutdown(),
   };
-}
-
-/** Parses `host:port` (`[::1]:9464`, `:9464` for every address). */
-export function parseListenAddress(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
-  if (m === null) throw new Error(`listen address "${addr}" is not host:port`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new Error(`listen address "${addr}": port out of range`);
-  const host = m[1] ?? m[2] ?? '';
-  return { host: host === '' ? '0.0.0.0' : host, port };
 }
 
 /**

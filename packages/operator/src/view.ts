@@ -1,11 +1,15 @@
 /**
  * What `proxy-op run` prints on stdout: a live table on a terminal, JSON
- * lines otherwise; both list the Proxies and the manifests (or objects) that
- * failed validation, with their problems.
+ * lines otherwise; both list the Proxies (with their egress IP and probe
+ * state) and the manifests (or objects) that failed validation, with their
+ * problems.
  *
  * @module
  */
+import { getCondition } from './conditions.js';
 import type { Operator } from './operator.js';
+import type { ProbeScheduler } from './probe/scheduler.js';
+import type { ProxyObject } from './schema.js';
 import type { ProxyStore } from './store.js';
 
 /** Lays out rows in columns two spaces apart. */
@@ -26,13 +30,70 @@ export function table(rows: readonly (readonly string[])[]): string {
     .join('\n');
 }
 
-/** A kubectl-style age: `42s`, `7m`, `3h`, `2d`. */
-export function age(from: string, now: number): string {
-  const s = Math.max(0, Math.floor((now - Date.parse(from)) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m`;
-  if (s < 172800) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
+import { age } from './age.js';
+
+export { age };
+
+/** What {@link probeCell} and the status page read of the probes. */
+export type LatestProbes = Pick<ProbeScheduler, 'latest'>;
+
+/**
+ * Where a Proxy's probes stand: the scheduler's verdict when it has one,
+ * else what the `DataPlane` condition says (`off` and `no target` when it
+ * is not probed); undefined when nothing is known.
+ */
+export function probeVerdict(
+  p: ProxyObject,
+  probes: LatestProbes | undefined,
+): 'passing' | 'failing' | 'starting' | 'off' | 'no target' | undefined {
+  const live = probes?.latest(`${p.metadata.namespace}/${p.metadata.name}`);
+  if (live !== undefined) return live.verdict;
+  switch (getCondition(p.status.conditions, 'DataPlane')?.reason) {
+    case 'ProbePassed':
+      return 'passing';
+    case 'ProbeFailed':
+      return 'failing';
+    case 'ProbeStarting':
+      return 'starting';
+    case 'ProbeDisabled':
+      return 'off';
+    case 'NoTarget':
+      return 'no target';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A Proxy's probe state in a few words: `ok 4ms` (the last probe's total),
+ * `failing get.status`, `starting` (with the last failed step), `off` (no
+ * probing for its provider), from the scheduler's memory when there is one,
+ * else from its status.
+ */
+export function probeCell(
+  p: ProxyObject,
+  operator?: { readonly probes?: LatestProbes | undefined },
+): string {
+  const live = operator?.probes?.latest(`${p.metadata.namespace}/${p.metadata.name}`);
+  const last = live?.last;
+  const verdict = probeVerdict(p, operator?.probes);
+  const failed = last?.failure ?? p.status.probe?.lastFailure;
+  const step = failed === undefined ? '' : ` ${failed.check}.${failed.step}`;
+  switch (verdict) {
+    case 'passing': {
+      const ms = last?.totalMs ?? p.status.probe?.latency?.totalMs;
+      return ms === undefined ? 'ok' : `ok ${Math.round(ms)}ms`;
+    }
+    case 'failing':
+      return `failing${step}`;
+    case 'starting':
+      return last !== undefined && !last.ok ? `starting${step}` : 'starting';
+    case 'off':
+    case 'no target':
+      return verdict;
+    default:
+      return '';
+  }
 }
 
 /** Splits `source: path: message` into the source and the rest. */
@@ -44,14 +105,15 @@ function splitProblem(p: string): { source: string; problem: string } {
 /**
  * Starts the status output: with `table`, the screen is redrawn every
  * second with every Proxy and, below, every invalid manifest and its
- * problems; with `json`, one line per change (`phase: "Invalid"` for a
- * manifest problem, `"Deleted"` for a Proxy gone). `stop` prints the last
- * state.
+ * problems (and the status page's address, when one is served); with
+ * `json`, one line per change (`phase: "Invalid"` for a manifest problem,
+ * `"Deleted"` for a Proxy gone). `stop` prints the last state.
  */
 export function startStatusView(
   store: ProxyStore,
   output: 'table' | 'json',
   operator: Operator,
+  pageUrl?: string,
 ): { stop(): void } {
   const last = new Map<string, string>();
   const lastProblems = new Set<string>();
@@ -67,6 +129,9 @@ export function startStatusView(
           phase: p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
           provider: p.spec.provider,
           endpoint: p.status.endpoint,
+          egressIP: p.status.egressIP,
+          // The verdict and failing step only: a line per change, not per probe.
+          probe: probeCell(p, operator).replace(/^ok \d+ms$/, 'ok') || undefined,
           providerID: p.status.providerID,
           error: p.status.lastError,
         };
@@ -97,7 +162,7 @@ export function startStatusView(
     }
     const now = Date.now();
     const rows: string[][] = [
-      ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'AGE', 'ERROR'],
+      ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'EGRESS', 'PROBE', 'AGE', 'ERROR'],
     ];
     for (const p of store.list().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
       rows.push([
@@ -106,6 +171,8 @@ export function startStatusView(
         p.spec.provider,
         p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
         p.status.endpoint ?? '',
+        p.status.egressIP ?? '',
+        probeCell(p, operator),
         age(p.metadata.creationTimestamp, now),
         p.status.lastError ? `${p.status.lastError.class}: ${p.status.lastError.message}` : '',
       ]);
@@ -124,7 +191,10 @@ export function startStatusView(
       }
       invalid = `\n\n${table(pr)}`;
     }
-    process.stdout.write(`\x1b[H\x1b[2J${table(rows)}${invalid}\n\n${phases || 'no Proxies'}\n`);
+    const page = pageUrl === undefined ? '' : `\nstatus page: ${pageUrl}`;
+    process.stdout.write(
+      `\x1b[H\x1b[2J${table(rows)}${invalid}\n\n${phases || 'no Proxies'}${page}\n`,
+    );
   };
   render();
   const t = setInterval(render, output === 'json' ? 100 : 1000);

@@ -1,13 +1,17 @@
 // Test support: runs the built CLI in a child process over a temp workspace.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ProcessRun, runProcess } from '@proxy-op/testkit';
+import {
+  type JsonLinesProcess,
+  type ProcessRun,
+  runProcess,
+  spawnJsonLines,
+} from '@proxy-op/testkit';
 
-// The command as npm links it (package.json `bin`), which runs the built dist/cli.js.
-const CLI = fileURLToPath(new URL('../bin/proxy-op.js', import.meta.url));
+/** The command as npm links it (package.json `bin`), which runs main() of the built dist/cli/main.js. */
+export const CLI = fileURLToPath(new URL('../bin/proxy-op.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/file-provider.mjs', import.meta.url));
 
 /** What a finished CLI run gave. */
@@ -28,77 +32,12 @@ export function runCli(
 }
 
 /** A running CLI whose JSON log lines can be waited for. */
-export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?: string) {
-  const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
-    cwd,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Array<Record<string, unknown>> = [];
-  let buf = '';
-  const waiters: Array<() => void> = [];
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    buf += d;
-    let i = buf.indexOf('\n');
-    while (i >= 0) {
-      try {
-        logs.push(JSON.parse(buf.slice(0, i)) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-      buf = buf.slice(i + 1);
-      i = buf.indexOf('\n');
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  const out: Array<Record<string, unknown>> = [];
-  let obuf = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-    obuf += d;
-    let i = obuf.indexOf('\n');
-    while (i >= 0) {
-      try {
-        out.push(JSON.parse(obuf.slice(0, i)) as Record<string, unknown>);
-      } catch {
-        // not a JSON line
-      }
-      obuf = obuf.slice(i + 1);
-      i = obuf.indexOf('\n');
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  const waitIn = async <T>(
-    lines: Array<Record<string, unknown>>,
-    pick: (l: Record<string, unknown>) => T | undefined,
-    ms: number,
-  ): Promise<T> => {
-    const end = Date.now() + ms;
-    for (;;) {
-      for (const l of lines) {
-        const v = pick(l);
-        if (v !== undefined) return v;
-      }
-      if (Date.now() > end) throw new Error(`line not seen; got ${JSON.stringify(lines)}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 100);
-      });
-    }
-  };
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
-    child.on('close', (code, signal) => r({ code, signal })),
-  );
-  return {
-    exit,
-    pid: child.pid,
-    /** The JSON log lines so far. */
-    logs,
-    kill: (sig: NodeJS.Signals) => child.kill(sig),
-    waitForLog: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 60_000) =>
-      waitIn(logs, pick, ms),
-    waitForStdout: <T>(pick: (l: Record<string, unknown>) => T | undefined, ms = 60_000) =>
-      waitIn(out, pick, ms),
-  };
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): JsonLinesProcess {
+  return spawnJsonLines(process.execPath, [CLI, ...args], { env, cwd });
 }
 
 /** A temp folder with a providers file (a file-backed reference provider) and a manifests folder. */
@@ -124,7 +63,8 @@ export async function cliWorkspace(): Promise<CliWorkspace> {
   const writeProviders = (names: readonly string[]) =>
     writeFile(
       providers,
-      `installation: test\nproviders:\n${names.map((n) => `  - name: ${n}\n    type: ${FIXTURE}\n    memory-file:\n      file: ${backendFile}\n`).join('')}`,
+      // The reference provider's instances have no data plane to probe.
+      `installation: test\nproviders:\n${names.map((n) => `  - name: ${n}\n    type: ${FIXTURE}\n    probe: { enabled: false }\n    memory-file:\n      file: ${backendFile}\n`).join('')}`,
     );
   await writeProviders(['lab']);
   return {

@@ -1,4 +1,4 @@
-// Peer: the `proxy-op` command as a user runs it (bin/proxy-op.js, running the built dist/cli.js), with a file-backed reference provider.
+// Peer: the `proxy-op` command as a user runs it (bin/proxy-op.js, running main() of the built dist/cli/main.js), with a file-backed reference provider.
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type CliWorkspace, cliWorkspace, runCli, spawnCli } from './cli-support.js';
@@ -122,7 +122,9 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     expect(created?.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(created?.spanId).toMatch(/^[0-9a-f]{16}$/);
     const st = await runCli(['status', '--standalone', ws.dir]);
-    expect(st.stdout).toMatch(/^NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE\n/);
+    expect(st.stdout).toMatch(
+      /^NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+EGRESS\s+PROBE\s+AGE\n/,
+    );
     expect(st.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128/);
     const backend = JSON.parse(await readFile(ws.backendFile, 'utf8')) as unknown[];
     expect(backend).toHaveLength(1);
@@ -232,7 +234,9 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
 
   it('prints a status table with --output table', async () => {
     const r = await runCli(ws.runArgs(['--once', '--output', 'table']));
-    expect(r.stdout).toMatch(/NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE\s+ERROR/);
+    expect(r.stdout).toMatch(
+      /NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+EGRESS\s+PROBE\s+AGE\s+ERROR/,
+    );
     expect(r.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\//);
   });
 

@@ -1,9 +1,11 @@
 // Peers: none for the text; cloud-init (schema) and Squid (-k parse) read what it renders.
+
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { hashPassword } from '@proxy-op/forward-proxy';
 import { describeWithPeers } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -56,7 +58,7 @@ describe('specHash', () => {
       { ...base, placement: { zone: 'b', image: 'debian-13' } },
       { ...base, cloudInit: '#cloud-config\n' },
     ];
-    const hashes = new Set([specHash(base), ...variants.map(specHash)]);
+    const hashes = new Set([specHash(base), ...variants.map((v) => specHash(v))]);
     expect(hashes.size).toBe(variants.length + 1);
   });
 });
@@ -84,6 +86,48 @@ describeWithPeers(
       await writeFile(file, renderCloudInit(s));
       const { stdout } = await run('cloud-init', ['schema', '-c', file]);
       expect(stdout).toContain('Valid cloud-config');
+    });
+
+    it('with credentials: valid cloud-config, the password file given to the proxy group before Squid restarts, Squid asking for it', async () => {
+      const line = `web-1a2b3c:${hashPassword('SENTINEL-p$ss:w@rd', { salt: 'saltsaltsaltsalt' })}\n`;
+      const auth = { realm: 'proxy-op default/web', passwordFile: new TextEncoder().encode(line) };
+      const text = renderCloudInit(s, auth);
+      const file = join(dir, 'user-data-auth');
+      await writeFile(file, text);
+      const { stdout } = await run('cloud-init', ['schema', '-c', file]);
+      expect(stdout).toContain('Valid cloud-config');
+      const doc = parseYaml(text.replace(/^#cloud-config\n/, '')) as {
+        write_files: {
+          path: string;
+          content: string;
+          owner: string;
+          permissions: string;
+        }[];
+        runcmd: string[][];
+      };
+      const passwd = doc.write_files.find((f) => f.path === '/etc/squid/passwd');
+      expect(passwd).toEqual({
+        path: '/etc/squid/passwd',
+        owner: 'root:root',
+        permissions: '0640',
+        content: line,
+      });
+      expect(doc.runcmd).toEqual([
+        ['chgrp', 'proxy', '/etc/squid/passwd'],
+        ['systemctl', 'enable', 'squid'],
+        ['systemctl', 'restart', 'squid'],
+      ]);
+      expect(text).not.toContain('SENTINEL');
+      const conf = doc.write_files.find((f) => f.path === '/etc/squid/conf.d/proxy-op.conf');
+      expect(conf?.content).toBe(renderSquidConfig(s, auth));
+      expect(conf?.content).toContain(
+        'auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/passwd\n',
+      );
+      const squidFile = join(dir, 'squid-auth.conf');
+      await writeFile(squidFile, conf?.content ?? '');
+      const parsed = await run('squid', ['-k', 'parse', '-f', squidFile]);
+      const out = `${parsed.stdout}\n${parsed.stderr}`;
+      expect(out.split('\n').filter((l) => /FATAL|ERROR|Bungled/i.test(l))).toEqual([]);
     });
 
     it('writes a Squid configuration that squid -k parse reads without a warning', async () => {

@@ -1,4 +1,4 @@
-// Peer: the `proxy-op` command (bin/proxy-op.js, running the built dist/cli.js), killed with SIGKILL at each backend step, over a
+// Peer: the `proxy-op` command (bin/proxy-op.js, running main() of the built dist/cli/main.js), killed with SIGKILL at each backend step, over a
 // file-backed reference provider whose instances outlive the process.
 import { readFile, rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';

@@ -135,11 +135,13 @@ describeWithPeers({ describe, it }, 'kubectl kustomize', ['kubectl'], () => {
       'ConfigMap/proxy-op-providers',
       'CustomResourceDefinition/providerhealths.proxy-op.io',
       'CustomResourceDefinition/proxies.proxy-op.io',
+      'CustomResourceDefinition/proxypools.proxy-op.io',
       'Deployment/proxy-op',
       'Namespace/proxy-op-system',
       'Role/proxy-op-leader-election',
       'RoleBinding/proxy-op-leader-election',
       'Service/proxy-op-metrics',
+      'Service/proxy-op-probe',
       'ServiceAccount/proxy-op',
     ]);
     const d = objects.find((o) => o.kind === 'Deployment');
@@ -165,13 +167,32 @@ describeWithPeers({ describe, it }, 'kubectl kustomize', ['kubectl'], () => {
     for (const o of objects) {
       for (const r of o.rules ?? []) expect(r.resources).not.toContain('pods');
     }
-    const svc = objects.find((o) => o.kind === 'Service');
+    const svc = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'proxy-op-metrics');
     expect(svc?.spec.selector).toEqual(d?.spec.selector.matchLabels);
     expect(svc?.spec.ports[0]).toMatchObject({
       name: 'metrics',
       port: 9464,
       targetPort: 'metrics',
     });
+    // The probe target: a port of the operator Pod behind a Service, at the URLs the operator
+    // gives its probes (CONNECT to 443, which the proxies' Squid allows).
+    const probe = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'proxy-op-probe');
+    expect(probe?.spec.selector).toEqual(d?.spec.selector.matchLabels);
+    expect(probe?.spec.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'probe-http', protocol: 'TCP' },
+      { name: 'https', port: 443, targetPort: 'probe-https', protocol: 'TCP' },
+    ]);
+    expect(
+      c.ports.map((p: { name: string; containerPort: number }) => `${p.name}:${p.containerPort}`),
+    ).toEqual(['metrics:9464', 'probe-http:8080', 'probe-https:8443']);
+    expect(c.args).toEqual(
+      expect.arrayContaining([
+        '--probe-listen=:8080',
+        '--probe-tls-listen=:8443',
+        '--probe-url=http://proxy-op-probe.proxy-op-system.svc.cluster.local/',
+        '--probe-tls-url=https://proxy-op-probe.proxy-op-system.svc.cluster.local/',
+      ]),
+    );
   });
 
   it('builds every combination of the components', async () => {

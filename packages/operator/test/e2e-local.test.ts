@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect, type Socket } from 'node:net';
@@ -83,8 +83,9 @@ function viaProxy(
   proxy: Endpoint,
   url: string,
   localAddress: string,
+  proxyAuthorization?: string,
 ): Promise<{ status: number; body: string }> {
-  return requestThroughProxy(proxy, url, { localAddress });
+  return requestThroughProxy(proxy, url, { localAddress, proxyAuthorization });
 }
 
 /** An HTTPS GET over an open tunnel, the certificate checked against `ca`. */
@@ -162,6 +163,8 @@ describeWithPeers(
     let op: ReturnType<typeof spawnCli> | undefined;
     const endpoints = new Map<string, Endpoint>();
     const instanceOf = new Map<string, string>();
+    /** Each Proxy's `Proxy-Authorization`, from the URL `proxy-op url` printed. */
+    const authOf = new Map<string, string>();
 
     beforeAll(async () => {
       commands = await readmeCommands();
@@ -229,6 +232,9 @@ describeWithPeers(
         );
         expect(line.provider).toBe('local');
         expect(line.endpoint).toMatch(/^http:\/\/127\.0\.0\.\d+:\d+$/);
+        // Ready means a probe through the proxy passed; the target saw the proxy's own address.
+        expect(line.probe).toBe('ok');
+        expect(line.egressIP).toBe(new URL(String(line.endpoint)).hostname);
         endpoints.set(name, endpointOf(String(line.endpoint)));
         instanceOf.set(name, String(line.providerID).replace(/^processes\//, ''));
       }
@@ -254,18 +260,77 @@ describeWithPeers(
       expect(status.code).toBe(0);
       for (const [name, e] of endpoints) {
         expect(status.stdout).toMatch(
-          new RegExp(`default\\s+${name}\\s+local\\s+Ready\\s+http://${e.address}:${e.port}\\s`),
+          new RegExp(
+            `default\\s+${name}\\s+local\\s+Ready\\s+http://${e.address}:${e.port}\\s+${e.address}\\s+ok \\d+ms\\s`,
+          ),
         );
       }
+      // One probe now, step by step, as the README shows it.
+      expect(commands.get('probe')).toEqual([
+        'probe',
+        'web',
+        ...(commands.get('status') ?? []).slice(1),
+      ]);
+      const probed = await runCli(commands.get('probe') ?? [], {}, 20_000, root);
+      expect(probed.code, probed.stderr).toBe(0);
+      expect(probed.stdout).toMatch(/^get\s+status\s+ok\s+[\d.]+\s+the proxy answered 200 OK$/m);
+      expect(probed.stdout).toMatch(/^connect\s+tunnel\s+ok\s/m);
+      expect(probed.stdout).toContain(`the target saw ${endpoints.get('web')?.address}`);
+      expect(probed.stdout).toMatch(
+        /^auth\s+auth\s+ok\s+[\d.]+\s+a request without credentials was refused with 407$/m,
+      );
       expect(status.stdout).toMatch(/local\s+local\s+yes\s+state-dir:Reachable/);
+      // The README's url command prints each Proxy's URL with its credential; nothing else does.
+      expect(commands.get('url')).toEqual([
+        'url',
+        'web',
+        ...(commands.get('status') ?? []).slice(1),
+      ]);
+      for (const [name, e] of endpoints) {
+        const printed = await runCli(
+          ['url', name, ...(commands.get('status') ?? []).slice(1)],
+          {},
+          20_000,
+          root,
+        );
+        expect(printed.code, printed.stderr).toBe(0);
+        const u = new URL(printed.stdout.trim());
+        expect(`${u.hostname}:${u.port}`).toBe(`${e.address}:${e.port}`);
+        const user = decodeURIComponent(u.username);
+        const password = decodeURIComponent(u.password);
+        expect(password.length).toBeGreaterThanOrEqual(32);
+        authOf.set(name, `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`);
+        expect(status.stdout).not.toContain(password);
+        expect(JSON.stringify([op?.logs, op?.out])).not.toContain(password);
+        // The credential file is the operator's alone.
+        const file = join(
+          root,
+          'examples',
+          'standalone',
+          'proxies.state.credentials.d',
+          `default.${name}.json`,
+        );
+        expect((await stat(file)).mode & 0o777).toBe(0o600);
+      }
     }, 90_000);
 
-    it('forwards HTTP and HTTPS over CONNECT from an allowed source', async () => {
+    it('forwards HTTP and HTTPS over CONNECT from an allowed source with the credential, 407 without', async () => {
       for (const name of ['web', 'api']) {
         const proxy = endpoints.get(name) as Endpoint;
-        const plain = await viaProxy(proxy, `http://127.0.0.1:${originPort}/hello`, '127.0.0.1');
+        const auth = authOf.get(name);
+        const without = await viaProxy(proxy, `http://127.0.0.1:${originPort}/hello`, '127.0.0.1');
+        expect(without.status).toBe(407);
+        const plain = await viaProxy(
+          proxy,
+          `http://127.0.0.1:${originPort}/hello`,
+          '127.0.0.1',
+          auth,
+        );
         expect(plain).toEqual({ status: 200, body: 'origin GET /hello via 1.1 proxy-op' });
-        const t = await openTunnel(proxy, `127.0.0.1:${tlsPort}`, { localAddress: '127.0.0.1' });
+        const t = await openTunnel(proxy, `127.0.0.1:${tlsPort}`, {
+          localAddress: '127.0.0.1',
+          proxyAuthorization: auth,
+        });
         expect(t.status).toBe(200);
         const secure = await httpsOverTunnel(t.socket, ca, `/secret-${name}`);
         expect(secure).toMatch(/^HTTP\/1\.1 200/);
@@ -275,14 +340,24 @@ describeWithPeers(
 
     it('refuses a source outside allowedSources, for HTTP and CONNECT', async () => {
       const api = endpoints.get('api') as Endpoint;
-      const refused = await viaProxy(api, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE);
+      // Even with the right credential: both the source and the credential must hold.
+      const auth = authOf.get('api');
+      const refused = await viaProxy(api, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE, auth);
       expect(refused.status).toBe(403);
-      const t = await openTunnel(api, `127.0.0.1:${tlsPort}`, { localAddress: REFUSED_SOURCE });
+      const t = await openTunnel(api, `127.0.0.1:${tlsPort}`, {
+        localAddress: REFUSED_SOURCE,
+        proxyAuthorization: auth,
+      });
       expect(t.status).toBe(403);
       t.socket.destroy();
       // The same source is fine for `web`, whose allowedSources is 127.0.0.0/8.
       const web = endpoints.get('web') as Endpoint;
-      const ok = await viaProxy(web, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE);
+      const ok = await viaProxy(
+        web,
+        `http://127.0.0.1:${originPort}/`,
+        REFUSED_SOURCE,
+        authOf.get('web'),
+      );
       expect(ok.status).toBe(200);
     }, 30_000);
 

@@ -96,6 +96,24 @@ describe('GC', () => {
     expect(r2.errors[0]).toMatch(/^list: /);
   });
 
+  it('the operator’s stop aborts a GC list in flight and waits for the pass to end', async () => {
+    const { backend, providers, store } = await setup();
+    plant(backend, 'proxy-orphan', 'uid-gone', 'site-1', 2 * MIN);
+    backend.hangs.add('list');
+    const op = new Operator({ store, providers, now: () => new Date(T0) }, { gcMinAgeMs: MIN });
+    let ended = false;
+    const gc = op.runGc().finally(() => {
+      ended = true;
+    });
+    await until(() => backend.calls.includes('list'));
+    await op.stop();
+    expect(ended).toBe(true);
+    const [report] = await gc;
+    expect(report?.errors[0]).toMatch(/^list: /);
+    expect(report?.deleted).toEqual([]);
+    expect(backend.vms.has('proxy-orphan')).toBe(true);
+  });
+
   it('runs for every provider through the operator', async () => {
     const { backend, providers, store } = await setup();
     plant(backend, 'proxy-orphan', 'uid-gone', 'site-1', 2 * MIN);
@@ -139,4 +157,20 @@ describe('health', () => {
     expect(h2?.status.targets[0]?.reason).toBe('APIError');
     expect(store.listHealth()).toHaveLength(1);
   });
+
+  it('a round the operator’s stop cuts short writes nothing', async () => {
+    const { backend, providers, store } = await setup();
+    backend.hangs.add('check');
+    const op = new Operator({ store, providers }, {});
+    const round = op.runHealth();
+    await until(() => backend.calls.includes('check'));
+    await op.stop();
+    expect(await round).toEqual([]);
+    expect(store.listHealth()).toEqual([]);
+  });
 });
+
+/** Waits until `cond` holds. */
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+}

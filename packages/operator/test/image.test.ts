@@ -151,6 +151,8 @@ for (const type of Object.keys(FIRST_PARTY_PROVIDERS)) {
         'default',
         '--listen',
         'off',
+        '--status-listen',
+        '127.0.0.1:0',
         '--output',
         'json',
       ],
@@ -164,6 +166,13 @@ for (const type of Object.keys(FIRST_PARTY_PROVIDERS)) {
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     try {
       await until(() => stderr.includes('"msg":"reconciling"'), 20_000, 'the operator to lead');
+      // The installed package serves its status page, bundle and all.
+      const pageUrl = /"statusPage":"(http:\/\/127\.0\.0\.1:\d+\/)"/.exec(stderr)?.[1];
+      expect(pageUrl).toBeDefined();
+      const html = await (await fetch(pageUrl as string)).text();
+      const script = /<script[^>]*src="\.\/([^"]+)"/.exec(html)?.[1];
+      expect(script).toMatch(/^assets\/index-[\w-]+\.js$/);
+      expect((await fetch(`${pageUrl}${script}`)).status).toBe(200);
       const created = await call(
         server,
         'POST',

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { describeWithPeers, requestThroughProxy, runProcess } from '@proxy-op/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { spawnCli } from './cli-support.js';
+import { runCli, spawnCli } from './cli-support.js';
 import { KubeTestServer, until } from './kube-support.js';
 
 const PKG = fileURLToPath(new URL('..', import.meta.url));
@@ -49,9 +49,17 @@ async function deploymentContainer(home: string): Promise<{
 
 type Spawned = ReturnType<typeof spawnCli>;
 
+/** A request through the proxy at `proxyUrl`, with the credential the URL carries, if any. */
 function viaProxy(proxyUrl: string, target: string): Promise<{ status: number; body: string }> {
   const p = new URL(proxyUrl);
-  return requestThroughProxy({ address: p.hostname, port: Number(p.port) }, target);
+  const user = decodeURIComponent(p.username);
+  const proxyAuthorization =
+    user === ''
+      ? undefined
+      : `Basic ${Buffer.from(`${user}:${decodeURIComponent(p.password)}`).toString('base64')}`;
+  return requestThroughProxy({ address: p.hostname, port: Number(p.port) }, target, {
+    proxyAuthorization,
+  });
 }
 
 describeWithPeers(
@@ -84,6 +92,9 @@ describeWithPeers(
           ...baseArgs,
           `--providers=${providersFile}`,
           '--listen=127.0.0.1:0',
+          // The probe target on loopback, where the local proxies reach it (there is no Service).
+          '--probe-listen=127.0.0.1:0',
+          '--probe-tls-listen=127.0.0.1:0',
           '--kubeconfig',
           saKubeconfig,
           '--lease-duration=3s',
@@ -168,6 +179,7 @@ describeWithPeers(
 providers:
   - name: lab
     type: ${FILE_PROVIDER}
+    probe: { enabled: false }
     memory-file:
       file: ${backendFile}
   - name: here
@@ -189,6 +201,7 @@ providers:
         'clusterrolebinding.rbac.authorization.k8s.io/proxy-op created',
         'configmap/proxy-op-providers created',
         'service/proxy-op-metrics created',
+        'service/proxy-op-probe created',
       ]) {
         expect(applied.stdout).toContain(line);
       }
@@ -223,7 +236,8 @@ providers:
         valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
       });
       baseArgs = container.args.filter(
-        (a) => !a.startsWith('--providers=') && !a.startsWith('--listen='),
+        (a) =>
+          !a.startsWith('--providers=') && !a.startsWith('--listen=') && !a.startsWith('--probe-'),
       );
       expect(baseArgs[0]).toBe('run');
       const op = startOperator();
@@ -273,13 +287,57 @@ spec:
       expect(waited.stdout).toContain('proxy.proxy-op.io/loc condition met');
       expect(waited.stdout).toContain('proxy.proxy-op.io/web condition met');
       const table = await kubectl(['get', 'proxies']);
-      expect(table.stdout).toMatch(/^NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+AGE$/m);
-      expect(table.stdout).toMatch(/^ref\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128\s+\d+s$/m);
+      expect(table.stdout).toMatch(/^NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+EGRESS\s+AGE$/m);
+      expect(table.stdout).toMatch(
+        /^ref\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128\s+(<none>\s+)?\d+s$/m,
+      );
       const endpoint = await kubectl(['get', 'proxy', 'loc', '-o', 'jsonpath={.status.endpoint}']);
       expect(endpoint.stdout).toMatch(/^http:\/\/127\.0\.0\.\d+:3128$/);
-      // The local proxy is real: it forwards a request to an origin on loopback.
-      const got = await viaProxy(endpoint.stdout, `http://127.0.0.1:${originPort}/hello`);
+      // `loc` is Ready because a probe through it passed; the target saw its own address.
+      const ip = new URL(endpoint.stdout).hostname;
+      expect(table.stdout).toMatch(
+        new RegExp(`^loc\\s+here\\s+Ready\\s+\\S+\\s+${ip.replaceAll('.', '\\.')}\\s`, 'm'),
+      );
+      const dataPlane = await kubectl([
+        'get',
+        'proxy',
+        'loc',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="DataPlane")].reason}',
+      ]);
+      expect(dataPlane.stdout).toBe('ProbePassed');
+      // `proxy-op probe` reads the Proxy from the cluster and probes it now, step by step.
+      const probed = await runCli(['probe', 'loc', '--kubeconfig', saKubeconfig]);
+      expect(probed.code, probed.stderr).toBe(0);
+      expect(probed.stdout).toContain(`passed in `);
+      expect(probed.stdout).toContain(`the target saw ${ip}`);
+      // The local proxy is real: it forwards a request to an origin on loopback, with the
+      // credential of the Proxy's Secret (the URL `proxy-op url` prints), and 407 without it.
+      const without = await viaProxy(endpoint.stdout, `http://127.0.0.1:${originPort}/hello`);
+      expect(without.status).toBe(407);
+      const url = await runCli(['url', 'loc', '--kubeconfig', saKubeconfig]);
+      expect(url.code, url.stderr).toBe(0);
+      const fromSecret = await kubectl([
+        'get',
+        'secret',
+        'loc-proxy-credentials',
+        '-o',
+        'jsonpath={.type} {.data.url}',
+      ]);
+      const [type, b64] = fromSecret.stdout.split(' ');
+      expect(type).toBe('kubernetes.io/basic-auth');
+      expect(Buffer.from(b64 ?? '', 'base64').toString('utf8')).toBe(url.stdout.trim());
+      const got = await viaProxy(url.stdout.trim(), `http://127.0.0.1:${originPort}/hello`);
       expect(got).toEqual({ status: 200, body: 'origin GET /hello' });
+      // The Secret is the Proxy's: its owner, gone with it (the garbage collector's ownerReference).
+      const owner = await kubectl([
+        'get',
+        'secret',
+        'loc-proxy-credentials',
+        '-o',
+        'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}',
+      ]);
+      expect(owner.stdout).toBe('Proxy/loc');
       // Events on the Proxies, and the providers' health.
       const events = await kubectl(['get', 'events', '-n', 'default']);
       expect(events.stdout).toMatch(/Normal\s+Created\s+proxy\/ref\s+created instance vms\//);
@@ -351,8 +409,22 @@ spec:
       );
       expect((await kubectl(['apply', '-f', file])).code).toBe(0);
       const w = await kubectl(['wait', '--for=condition=Ready', `proxy/${name}`, '--timeout=60s']);
+      if (w.code !== 0) {
+        // What the Proxy and the running operators said, to tell a stuck reconcile from a slow one.
+        const got = await kubectl(['get', 'proxy', name, '-o', 'json']);
+        const said = operators
+          .filter((o) => o.pid !== undefined)
+          .map((o) =>
+            o.logs
+              .slice(-40)
+              .map((l) => JSON.stringify(l))
+              .join('\n'),
+          );
+        throw new Error(
+          `Proxy ${name} not Ready in 60 s: ${w.stderr}\n${got.stdout}\n--- operator logs ---\n${said.join('\n---\n')}`,
+        );
+      }
       expect(w.stderr).toBe('');
-      expect(w.code).toBe(0);
     };
 
     /** How often an operator listed every Proxy (its informer logs each full list). */

@@ -8,6 +8,7 @@ import {
   builtinProviders,
   DEFAULT_PROVIDER,
   FIRST_PARTY_PROVIDERS,
+  fileStamp,
   loadProvidersFile,
   localStateDir,
   ProviderRegistry,
@@ -123,7 +124,7 @@ describe('providers file', () => {
     await writeFile(
       join(dir, 'node_modules', 'acme-proxy-provider', 'index.js'),
       [
-        `const profile = ${JSON.stringify(memoryProfile)};`,
+        `const profile = ${JSON.stringify({ ...memoryProfile, credentialRotation: 'replace' })};`,
         "const configSchema = { '~standard': { version: 1, vendor: 'acme', validate: (v) => ({ value: v ?? {} }) } };",
         "export default { type: 'acme', profile, configSchema, classify: () => 'Transient', create: () => ({}) };",
         '',
@@ -187,6 +188,30 @@ describe('providers file', () => {
     expect(changed).toBeGreaterThan(0);
     const missing = await loadProvidersFile(join(dir, 'nope.yaml'), registry);
     expect(missing.ok).toBe(false);
+  });
+
+  it('sees a change made after the version in use was read and before the watch began', async () => {
+    const file = join(dir, 'early.yaml');
+    await writeFile(file, 'providers:\n  - name: a\n    type: memory\n');
+    const since = await fileStamp(file);
+    await writeFile(
+      file,
+      'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n',
+    );
+    let changed = 0;
+    const stop = watchProvidersFile(file, () => changed++, 20, since);
+    const end = Date.now() + 3000;
+    while (changed === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    // And nothing more while the file stays as it is.
+    await new Promise((r) => setTimeout(r, 100));
+    stop();
+    expect(changed).toBe(1);
+    // Without the stamp, the first poll is the baseline: the same change goes unseen.
+    let unseen = 0;
+    const stopBlind = watchProvidersFile(file, () => unseen++, 20);
+    await new Promise((r) => setTimeout(r, 100));
+    stopBlind();
+    expect(unseen).toBe(0);
   });
 });
 

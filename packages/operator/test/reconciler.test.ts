@@ -1,9 +1,11 @@
 // Peer: seam fake (a scripted provider) and the reference in-memory provider, over the memory store.
 import { describe, expect, it } from 'vitest';
+import { passwordFile } from '../src/auth/credential.js';
 import {
   FINALIZER,
   getCondition,
   instanceName,
+  MemoryCredentialStore,
   MemoryStore,
   parseProvidersConfig,
   Reconciler,
@@ -33,27 +35,34 @@ async function setup(opts: { returnsEarly?: boolean; config?: string } = {}) {
   const advance = (ms: number) => {
     t += ms;
   };
-  const rec = new Reconciler({ store, providers, now, random: () => 0.5 }, OPTS);
-  return { backend, registry, providers, store, rec, advance };
+  const credentials = new MemoryCredentialStore();
+  const rec = new Reconciler({ store, providers, now, random: () => 0.5, credentials }, OPTS);
+  return { backend, registry, providers, store, rec, advance, credentials };
 }
 
 describe('Reconciler: create to Ready', () => {
   it('adds the finalizer, creates with the derived name, UID, installation and cloud-init, then reports Ready', async () => {
-    const { backend, store, rec } = await setup();
+    const { backend, store, rec, credentials } = await setup();
     const s = spec({ provider: 'lab', port: 8080 });
     const p = store.apply('team-a', 'web', s);
     const r = await rec.reconcile('team-a/web');
     const vm = backend.vms.get(instanceName('team-a', 'web'));
     expect(vm?.uid).toBe(p.metadata.uid);
     expect(vm?.installation).toBe('site-1');
-    expect(vm?.cloudInit).toBe(renderCloudInit(s));
+    // The default cloud-init, with the Proxy's generated credential's password file in it.
+    const kept = credentials.kept.get('memory:team-a/web')?.record;
+    if (kept === undefined) throw new Error('no credential kept');
+    const auth = { realm: 'proxy-op team-a/web', passwordFile: passwordFile(kept) };
+    expect(vm?.cloudInit).toBe(renderCloudInit(s, auth));
+    expect(vm?.cloudInit).toContain(`      ${kept.current.username}:$6$`);
+    expect(vm?.cloudInit).not.toContain(kept.current.password);
     const got = store.get('team-a/web');
     expect(got?.metadata.finalizers).toEqual([FINALIZER]);
     expect(got?.status).toMatchObject({
       phase: 'Ready',
       providerID: `scripted/${instanceName('team-a', 'web')}`,
       instanceProvider: 'lab',
-      specHash: specHash(s),
+      specHash: specHash(s, { realm: auth.realm, hashInput: 'basic' }),
       instanceState: 'Running',
       observedGeneration: 1,
     });
@@ -105,7 +114,7 @@ describe('Reconciler: replacement', () => {
     expect(backend.live()[0]?.port).toBe(3129);
     expect(store.get('default/web')?.status).toMatchObject({
       phase: 'Ready',
-      specHash: specHash(s2),
+      specHash: specHash(s2, { realm: 'proxy-op default/web', hashInput: 'basic' }),
       observedGeneration: 2,
     });
   });

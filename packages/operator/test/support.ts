@@ -9,6 +9,7 @@ import {
   type ErrorClass,
   type Instance,
   idFormat,
+  type OperationContext,
   type Profile,
   type ProviderDeps,
   type ProviderImplementation,
@@ -53,6 +54,8 @@ export class ScriptedBackend {
   readonly calls: string[] = [];
   readonly failures: Array<{ op: Op; cls: ErrorClass; times: number }> = [];
   readonly delays = new Map<Op, number>();
+  /** Calls of these operations wait until their signal aborts them. */
+  readonly hangs = new Set<Op>();
   /** Instances come up Provisioning and need `boot` to be Running. */
   slowBoot = false;
   /** Deletes return at once and leave the instance until `settle`. */
@@ -100,8 +103,14 @@ export class ScriptedBackend {
   /** Calls in flight now, and the most seen at once. */
   inflight = 0;
   maxInflight = 0;
-  async step(op: Op, provider: string): Promise<void> {
+  async step(op: Op, provider: string, signal?: AbortSignal): Promise<void> {
     this.calls.push(op);
+    if (this.hangs.has(op)) {
+      await new Promise<never>((_resolve, reject) => {
+        if (signal?.aborted) reject(signal.reason);
+        signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
+    }
     const d = this.delays.get(op);
     if (d !== undefined) {
       this.inflight++;
@@ -126,7 +135,7 @@ class ScriptedImplementation implements ProviderImplementation<{ name: string }>
   readonly checker = {
     targets: () => this.backend.checkResults.map((r) => ({ target: r.target, address: r.address })),
     check: async (t: CheckTarget, ctx: CheckContext) => {
-      await this.backend.step('check', this.name);
+      await this.backend.step('check', this.name, ctx.signal);
       const r = this.backend.checkResults.find((x) => x.target === t.target);
       Object.assign(ctx.details, r?.details ?? {});
       return { reason: r?.reason ?? 'APIError', message: r?.message ?? '', ready: r?.ready };
@@ -194,8 +203,8 @@ class ScriptedImplementation implements ProviderImplementation<{ name: string }>
     if (this.backend.returnsEarly) vm.deleting = true;
     else this.backend.vms.delete(id.name);
   }
-  async list(installation: string): Promise<Instance[]> {
-    await this.backend.step('list', this.name);
+  async list(installation: string, ctx: OperationContext): Promise<Instance[]> {
+    await this.backend.step('list', this.name, ctx.signal);
     return this.backend
       .live()
       .filter((vm) => vm.installation === installation)
@@ -212,6 +221,8 @@ class ScriptedImplementation implements ProviderImplementation<{ name: string }>
 export function scriptedModule(backend: ScriptedBackend, returnsEarly = false): AnyProviderModule {
   const profile: Profile = {
     ...memoryProfile,
+    // The scripted implementation has no updateAuth: its instances are replaced to change credentials.
+    credentialRotation: 'replace',
     deleteReturn: returnsEarly ? 'returns-early' : 'waits',
   };
   backend.returnsEarly = returnsEarly;

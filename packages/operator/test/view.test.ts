@@ -31,8 +31,8 @@ describe('the live table', () => {
     startStatusView(store, 'table', operator).stop();
     const screen = (out.at(-1) ?? '').replace('\x1b[H\x1b[2J', '');
     expect(screen.split('\n')).toEqual([
-      'NAMESPACE  NAME  PROVIDER  PHASE    ENDPOINT  AGE  ERROR',
-      'default    web   lab       Pending            0s',
+      'NAMESPACE  NAME  PROVIDER  PHASE    ENDPOINT  EGRESS  PROBE  AGE  ERROR',
+      'default    web   lab       Pending                           0s',
       '',
       'INVALID                PROBLEM',
       'broken.yaml            spec.port: must be >= 1',

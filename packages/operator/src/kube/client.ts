@@ -12,6 +12,7 @@ import { Agent, type RequestOptions, request } from 'node:https';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { DEFAULTS } from '../defaults.js';
 
 /** How the client finds the cluster. */
 export interface KubeClientOptions {
@@ -29,13 +30,17 @@ export interface KubeClientOptions {
 export interface KubeRequest {
   /** What is being done, for people: `adding the finalizer to Proxy default/web`. */
   readonly operation: string;
+  /** The HTTP method. */
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** The path from the server's root, with no query. */
   readonly path: string;
+  /** Query parameters. */
   readonly query?: Readonly<Record<string, string>> | undefined;
+  /** The body, sent as JSON. */
   readonly body?: unknown;
   /** Default `application/json`; patches name their type. */
   readonly contentType?: string | undefined;
+  /** Aborts the request. */
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -69,6 +74,7 @@ export class KubeApiError extends Error {
     Object.defineProperty(this, ERROR_BRAND, { value: true });
   }
 
+  /** Always `KubeApiError`. */
   override get name(): string {
     return 'KubeApiError';
   }
@@ -137,8 +143,8 @@ export class KubeClient {
     this.kubeConfig = kc;
     const ctx = kc.getContextObject(kc.getCurrentContext());
     this.namespace = ctx?.namespace ?? undefined;
-    this.fieldManager = opts.fieldManager ?? 'proxy-op';
-    this.#timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    this.fieldManager = opts.fieldManager ?? DEFAULTS.fieldManager;
+    this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs;
     const user = kc.getCurrentUser();
     this.#dynamicAuth = user?.exec !== undefined || user?.authProvider !== undefined;
     this.#staticAuth = auth;

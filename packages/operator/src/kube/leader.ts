@@ -10,18 +10,21 @@
  * @module
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import { DEFAULTS } from '../defaults.js';
+import { messageOf } from '../message.js';
 import { isStatus, KubeApiError, type KubeClient } from './client.js';
 import { sleep } from './sleep.js';
 
 /** The timings of leader election, in milliseconds (client-go's defaults). */
 export const LEADER_ELECTION_DEFAULTS = {
-  leaseDurationMs: 15_000,
-  renewDeadlineMs: 10_000,
-  retryPeriodMs: 2_000,
+  leaseDurationMs: DEFAULTS.leaseDurationMs,
+  renewDeadlineMs: DEFAULTS.renewDeadlineMs,
+  retryPeriodMs: DEFAULTS.retryPeriodMs,
 } as const;
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectionOptions {
+  /** The client the Lease is read and written with. */
   readonly client: KubeClient;
   /** The Lease's namespace. */
   readonly namespace: string;
@@ -35,6 +38,7 @@ export interface LeaderElectionOptions {
   readonly renewDeadlineMs?: number | undefined;
   /** How often to try to take or renew the Lease (default 2000). */
   readonly retryPeriodMs?: number | undefined;
+  /** Where taking and losing the Lease is logged; silent when omitted. */
   readonly logger?: Logger | undefined;
 }
 
@@ -60,10 +64,6 @@ interface Lease {
   kind?: string;
   metadata: { name: string; namespace: string; resourceVersion: string };
   spec?: LeaseSpec;
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -93,11 +93,12 @@ export class LeaderElector {
   #observed: { rv: string; at: number } | undefined;
   #leading = false;
   #renewing: Promise<void> | undefined;
+  #holder: string | undefined;
 
   constructor(opts: LeaderElectionOptions) {
     this.#client = opts.client;
     this.#namespace = opts.namespace;
-    this.name = opts.name ?? 'proxy-op';
+    this.name = opts.name ?? DEFAULTS.leaseName;
     this.identity = opts.identity;
     this.#durationMs = opts.leaseDurationMs ?? LEADER_ELECTION_DEFAULTS.leaseDurationMs;
     this.#deadlineMs = opts.renewDeadlineMs ?? LEADER_ELECTION_DEFAULTS.renewDeadlineMs;
@@ -125,6 +126,15 @@ export class LeaderElector {
   /** True while this replica holds the Lease. */
   get leading(): boolean {
     return this.#leading;
+  }
+
+  /**
+   * Who holds the Lease as last read or written here (this replica's
+   * identity while it leads); undefined before the first try, or when it is
+   * free.
+   */
+  get holder(): string | undefined {
+    return this.#holder;
   }
 
   get #path(): string {
@@ -170,6 +180,7 @@ export class LeaderElector {
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
+    this.#holder = holder === '' ? undefined : holder;
     const ours = holder === this.identity;
     if (holder !== '' && !ours) {
       const duration = (spec.leaseDurationSeconds ?? this.#durationMs / 1000) * 1000;
@@ -226,14 +237,15 @@ export class LeaderElector {
 
   #took(lease: Lease, mono: number): void {
     this.#lease = lease;
+    this.#holder = this.identity;
     this.#observed = { rv: lease.metadata.resourceVersion, at: mono };
   }
 
   /**
    * Resolves once this replica holds the Lease, trying every retry period
    * (with up to 20% jitter); rejects with `signal.reason` when aborted. Then
-   * renews it every retry period until {@link release}, or until a renewal
-   * cannot be made within the renew deadline ({@link lost} resolves).
+   * renews it every retry period until {@link LeaderElector.release}, or until a renewal
+   * cannot be made within the renew deadline ({@link LeaderElector.lost} resolves).
    */
   async acquire(signal: AbortSignal): Promise<void> {
     if (this.#leading) return;
@@ -245,7 +257,7 @@ export class LeaderElector {
         if (!waitingLogged) {
           waitingLogged = true;
           this.#log.info(
-            { holder: this.#lease?.spec?.holderIdentity ?? '' },
+            { holder: this.#holder ?? '' },
             'another replica leads; waiting for the Lease',
           );
         }
@@ -323,6 +335,7 @@ export class LeaderElector {
             },
             signal,
           );
+          this.#holder = undefined;
           this.#log.info({}, 'released the Lease');
           return;
         } catch (err) {

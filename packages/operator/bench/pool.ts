@@ -1,0 +1,166 @@
+// Benchmark: a 1,000-replica ProxyPool with the instant (reference in-memory) provider, made and
+// then rolled once by a template change (maxSurge 10%, maxUnavailable 0), over the memory stores,
+// beside the same number of plain Proxies. Reports time to converge, the writes each replaced
+// Proxy costs (Proxy status writes, pool status writes, creates, deletes) and the operator's heap
+// per Proxy. Run with `npm run bench` (after `npm run build`); each case runs in its own process.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { MemoryBackend, providerModule } from '@proxy-op/providertest/reference';
+import {
+  hookStore,
+  MemoryPoolStore,
+  MemoryStore,
+  Operator,
+  PoolController,
+  ProviderRegistry,
+  ProviderSet,
+  parseProvidersConfig,
+  validatePoolSpec,
+  validateProxySpec,
+} from '../dist/index.js';
+
+const N = Number(process.env.PROXY_OP_POOL_BENCH_N ?? 1000);
+const TEMPLATE = {
+  provider: 'lab',
+  placement: { machineType: 'small', image: 'debian-13' },
+  allowedSources: ['10.0.0.0/8'],
+};
+
+interface Result {
+  case: 'plain' | 'pool';
+  n: number;
+  upMs: number;
+  rollMs?: number | undefined;
+  writesPerReplaced?: Record<string, number> | undefined;
+  heapPerProxyKiB: number;
+}
+
+async function settle(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 20));
+}
+
+async function run(kind: 'plain' | 'pool'): Promise<Result> {
+  const backend = new MemoryBackend({ token: 'bench' });
+  const registry = new ProviderRegistry().register(providerModule, () => ({
+    backend,
+    credential: () => 'bench',
+  }));
+  const load = await parseProvidersConfig(
+    'providers:\n  - name: lab\n    type: memory\n',
+    registry,
+  );
+  if (!load.ok) throw new Error(load.problems.join('\n'));
+  const providers = new ProviderSet();
+  await providers.apply(load.config);
+  globalThis.gc?.();
+  const baseHeap = process.memoryUsage().heapUsed;
+  const store = new MemoryStore();
+  const counts = { proxyStatus: 0, poolStatus: 0, creates: 0, deletes: 0 };
+  class CountingPools extends MemoryPoolStore {
+    override updatePoolStatus(...a: Parameters<MemoryPoolStore['updatePoolStatus']>) {
+      counts.poolStatus++;
+      return super.updatePoolStatus(...a);
+    }
+    override createProxy(...a: Parameters<MemoryPoolStore['createProxy']>) {
+      counts.creates++;
+      return super.createProxy(...a);
+    }
+    override deleteProxy(...a: Parameters<MemoryPoolStore['deleteProxy']>) {
+      counts.deletes++;
+      return super.deleteProxy(...a);
+    }
+  }
+  const pools = new CountingPools(store);
+  const controller = new PoolController({ pools, proxies: store, providers });
+  const counted = hookStore(controller.observe(store), {
+    afterStatus: () => {
+      counts.proxyStatus++;
+    },
+  });
+  const operator = new Operator(
+    { store: counted, providers },
+    { gcIntervalMs: 0, healthIntervalMs: 0, probeIntervalMs: 0, readyResyncMs: 3_600_000 },
+  );
+  operator.start();
+  controller.start();
+  const ready = () => store.list().filter((p) => p.status.phase === 'Ready').length;
+  const t0 = performance.now();
+  const spec = (port: number) => {
+    const v = validatePoolSpec({
+      replicas: N,
+      strategy: { maxSurge: '10%', maxUnavailable: 0 },
+      template: { spec: { ...TEMPLATE, port } },
+    });
+    if (!v.ok) throw new Error(JSON.stringify(v.problems));
+    return v.value;
+  };
+  if (kind === 'plain') {
+    const v = validateProxySpec(TEMPLATE);
+    if (!v.ok) throw new Error('spec');
+    for (let i = 0; i < N; i++) store.apply('default', `p${i}`, v.value);
+    await settle(() => ready() === N && operator.settled());
+  } else {
+    pools.apply('default', 'pool', spec(3128));
+    await settle(
+      () => pools.getPool('default/pool')?.status.availableReplicas === N && operator.settled(),
+    );
+  }
+  const upMs = performance.now() - t0;
+  globalThis.gc?.();
+  const heapPerProxyKiB = (process.memoryUsage().heapUsed - baseHeap) / N / 1024;
+  let rollMs: number | undefined;
+  let writesPerReplaced: Record<string, number> | undefined;
+  if (kind === 'pool') {
+    for (const k of Object.keys(counts) as Array<keyof typeof counts>) counts[k] = 0;
+    const t1 = performance.now();
+    pools.apply('default', 'pool', spec(8080));
+    await settle(() => {
+      const st = pools.getPool('default/pool')?.status;
+      return (
+        st?.updatedReplicas === N &&
+        st.availableReplicas === N &&
+        store.list().length === N &&
+        operator.settled()
+      );
+    });
+    rollMs = performance.now() - t1;
+    writesPerReplaced = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / N]));
+  }
+  await controller.stop();
+  await operator.stop();
+  await providers.close();
+  return { case: kind, n: N, upMs, rollMs, writesPerReplaced, heapPerProxyKiB };
+}
+
+const arg = process.argv[2];
+if (arg === 'plain' || arg === 'pool') {
+  process.stdout.write(`${JSON.stringify(await run(arg))}\n`);
+} else {
+  const self = fileURLToPath(import.meta.url);
+  const rows: Result[] = [];
+  for (const c of ['plain', 'pool']) {
+    const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, self, c], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+    });
+    if (r.status !== 0) throw new Error(`${c} failed:\n${r.stderr}`);
+    rows.push(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as Result);
+  }
+  const f = (x: number | undefined, d = 0) => (x === undefined ? '-' : x.toFixed(d));
+  console.log(
+    `${N} Proxies, plain and as one ProxyPool (reference in-memory provider, probes off)\n`,
+  );
+  console.log('| case | to Ready | roll (template change) | heap per Proxy |');
+  console.log('|---|---:|---:|---:|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.case} | ${f(r.upMs)} ms | ${f(r.rollMs)} ms | ${f(r.heapPerProxyKiB, 1)} KiB |`,
+    );
+  }
+  const w = rows.find((r) => r.case === 'pool')?.writesPerReplaced;
+  if (w !== undefined) {
+    console.log(
+      `\nper replaced Proxy in the roll: ${f(w.proxyStatus, 1)} Proxy status writes, ${f(w.poolStatus, 2)} pool status writes, ${f(w.creates, 2)} creates, ${f(w.deletes, 2)} deletes`,
+    );
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * What every command's arguments share: the usage error (exit code 2) and
+ * durations written `500ms`, `10s`, `5m`, `1h` (or `0`).
+ *
+ * @module
+ */
+import { durationMs } from '../duration.js';
+
+export { formatDuration } from '../duration.js';
+
+/** A command line the command cannot run with; `main` prints it and exits 2. */
+export class UsageError extends Error {
+  override get name(): string {
+    return 'UsageError';
+  }
+}
+
+/** Parses a duration (`500ms`, `10s`, `5m`, `1h`, `0`) into milliseconds. */
+export function parseDuration(s: string): number {
+  const ms = durationMs(s);
+  if (ms === undefined) throw new UsageError(`"${s}" is not a duration (500ms, 10s, 5m, 1h)`);
+  return ms;
+}

@@ -1,0 +1,163 @@
+/**
+ * `proxy-op probe NAME`: one probe through a Proxy's data plane, now, with
+ * each step printed. The Proxy comes from the state file (`--standalone`)
+ * or the cluster; the target is `--target`, else its provider's
+ * `probe.url`, else a whoami target this command starts on loopback for
+ * the probe (which only a proxy on this machine can reach).
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { type ProbeResult, type ProbeTargetSpec, probe } from '@proxy-op/probe';
+import { DEFAULTS } from '../defaults.js';
+import { settingsTarget } from '../probe/settings.js';
+import { startProbeTarget } from '../probe/target.js';
+import { ProviderRegistry } from '../providers/registry.js';
+import { defaultStateFile, readStateFile } from '../state-file.js';
+import { proxyKey, splitKey } from '../store.js';
+import { table } from '../view.js';
+import { formatDuration, parseDuration, UsageError } from './args.js';
+import { type CliCredential, fileCredential, secretCredential } from './credential.js';
+import { readProviders } from './providers.js';
+
+const HELP = `usage: proxy-op probe NAME [--namespace NS] [--standalone DIR [--state FILE]]
+                      [--kubeconfig FILE] [--context NAME] [--providers FILE]
+                      [--target URL [--get-target URL]] [--timeout ${formatDuration(DEFAULTS.probeTimeoutMs)}] [--json]
+
+Probes the Proxy NAME through its data plane now (an absolute-form GET and a
+CONNECT, each with a fresh nonce) and prints each step; exits 1 when a step
+fails. The target is --target (the tunnel's; the GET's too when it is http:),
+else the provider's probe.url in the providers file, else a whoami target
+started on loopback for this probe. Without --standalone the Proxy is read
+from the cluster of the kubeconfig.
+`;
+
+/** Prints a result as a table of steps and a last line; resolves with the exit code. */
+function print(r: ProbeResult, json: boolean): number {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(r)}\n`);
+    return r.ok ? 0 : 1;
+  }
+  const rows = [['CHECK', 'STEP', 'RESULT', 'MS', 'MESSAGE']];
+  for (const s of r.steps) {
+    rows.push([s.check, s.step, s.ok ? 'ok' : 'FAILED', s.ms.toFixed(1), s.message]);
+  }
+  const last = r.ok
+    ? `passed in ${r.latency.totalMs.toFixed(1)} ms; the target saw ${r.egressIP ?? 'no address'}`
+    : `failed at ${r.failure?.check}.${r.failure?.step}: ${r.failure?.message}`;
+  process.stdout.write(`${table(rows)}\n\n${last}\n`);
+  return r.ok ? 0 : 1;
+}
+
+/** The Proxy's endpoint and provider, from the state file or the cluster. */
+async function findProxy(
+  key: string,
+  v: { standalone?: string; state?: string; kubeconfig?: string; context?: string },
+): Promise<{
+  endpoint?: string | undefined;
+  provider: string;
+  phase?: string | undefined;
+  credentials?: CliCredential | undefined;
+}> {
+  if (v.standalone !== undefined) {
+    const state = await readStateFile(v.state ?? defaultStateFile(v.standalone));
+    const e = state.proxies[key];
+    if (e === undefined) throw new UsageError(`no Proxy ${key} in the state file`);
+    const file = e.status.credentials?.secretName;
+    return {
+      endpoint: e.status.endpoint,
+      provider: e.spec.provider,
+      phase: e.status.phase,
+      credentials: file === undefined ? undefined : await fileCredential(file),
+    };
+  }
+  const { KubeClient } = await import('../kube/client.js');
+  const { proxyPath } = await import('../kube/raw.js');
+  const client = await KubeClient.load({ kubeconfig: v.kubeconfig, context: v.context });
+  try {
+    const o = await client.request<{
+      spec: { provider: string };
+      status?: { endpoint?: string; phase?: string; credentials?: { secretName?: string } };
+    }>({ operation: `reading Proxy ${key}`, method: 'GET', path: proxyPath(key) });
+    const secret = o.status?.credentials?.secretName;
+    return {
+      endpoint: o.status?.endpoint,
+      provider: o.spec.provider,
+      phase: o.status?.phase,
+      credentials:
+        secret === undefined
+          ? undefined
+          : await secretCredential(client, splitKey(key).namespace, secret),
+    };
+  } finally {
+    client.close();
+  }
+}
+
+/** Runs `proxy-op probe`; resolves with the exit code. */
+export async function probeCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', default: 'default' },
+      standalone: { type: 'string' },
+      state: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      providers: { type: 'string' },
+      target: { type: 'string' },
+      'get-target': { type: 'string' },
+      timeout: { type: 'string', default: formatDuration(DEFAULTS.probeTimeoutMs) },
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const [name, ...more] = positionals;
+  if (name === undefined || more.length > 0) throw new UsageError('probe takes one Proxy NAME');
+  const key = proxyKey(values.namespace, name);
+  const timeoutMs = parseDuration(values.timeout);
+  const found = await findProxy(key, values);
+  if (found.endpoint === undefined) {
+    process.stderr.write(`Proxy ${key} has no endpoint yet (phase ${found.phase ?? 'Pending'})\n`);
+    return 1;
+  }
+  let target: ProbeTargetSpec | undefined;
+  if (values.target !== undefined) {
+    const url = values.target;
+    if (!URL.canParse(url)) throw new UsageError(`--target: "${url}" is not a URL`);
+    target = settingsTarget({
+      enabled: true,
+      url,
+      getUrl: values['get-target'],
+      maxUnhealthy: { count: 0 },
+    });
+  } else {
+    const read = await readProviders(values.providers, new ProviderRegistry());
+    const entry = read.ok
+      ? read.config?.providers.find((p) => p.name === found.provider)
+      : undefined;
+    if (entry?.probe !== undefined) target = settingsTarget(entry.probe);
+  }
+  const own =
+    target === undefined
+      ? await startProbeTarget({ listen: DEFAULTS.probeListen, tlsListen: DEFAULTS.probeTlsListen })
+      : undefined;
+  try {
+    const to = target ?? own?.target;
+    if (to === undefined) return 1;
+    process.stderr.write(
+      `probing ${key} at ${found.endpoint} against ${String(to.connect ?? to.get)}\n`,
+    );
+    const c = found.credentials;
+    const credentials =
+      c === undefined ? undefined : { username: c.username, password: c.password };
+    return print(await probe(found.endpoint, to, { timeoutMs, credentials }), values.json === true);
+  } finally {
+    await own?.close();
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * `proxy-op status --standalone DIR`: the Proxies (with their egress IP
+ * and probe state) and ProviderHealth a standalone operator recorded in
+ * its state file, as tables or JSON lines.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { defaultStateFile, entryToProxy, readStateFile } from '../state-file.js';
+import { age, probeCell, table } from '../view.js';
+
+/** Runs `proxy-op status`; resolves with the exit code. */
+export async function status(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      standalone: { type: 'string' },
+      state: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help || values.standalone === undefined) {
+    process.stdout.write(
+      'usage: proxy-op status --standalone DIR [--state FILE] [--json]\n\nPrints the Proxies and ProviderHealth recorded in the state file.\n',
+    );
+    return values.help ? 0 : 2;
+  }
+  const state = await readStateFile(values.state ?? defaultStateFile(values.standalone));
+  const keys = Object.keys(state.proxies).sort();
+  if (values.json) {
+    for (const key of keys) {
+      const e = state.proxies[key];
+      if (e === undefined) continue;
+      process.stdout.write(
+        `${JSON.stringify({ proxy: key, uid: e.uid, deleting: e.deletionTimestamp !== undefined, spec: e.spec, status: e.status })}\n`,
+      );
+    }
+    return 0;
+  }
+  const now = Date.now();
+  const rows: string[][] = [
+    ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'EGRESS', 'PROBE', 'AGE'],
+  ];
+  for (const key of keys) {
+    const e = state.proxies[key];
+    if (e === undefined) continue;
+    const i = key.indexOf('/');
+    rows.push([
+      key.slice(0, i),
+      key.slice(i + 1),
+      e.spec.provider,
+      e.deletionTimestamp !== undefined ? 'Deleting' : (e.status.phase ?? 'Pending'),
+      e.status.endpoint ?? '',
+      e.status.egressIP ?? '',
+      probeCell(entryToProxy(key, e)),
+      age(e.creationTimestamp, now),
+    ]);
+  }
+  process.stdout.write(`${table(rows)}\n`);
+  const health = Object.entries(state.health);
+  if (health.length > 0) {
+    const hr: string[][] = [['PROVIDER', 'TYPE', 'READY', 'TARGETS']];
+    for (const [name, h] of health) {
+      hr.push([
+        name,
+        h.type,
+        h.ready ? 'yes' : 'no',
+        h.targets.map((t) => `${t.target}:${t.reason}`).join(' '),
+      ]);
+    }
+    process.stdout.write(`\n${table(hr)}\n`);
+  }
+  return 0;
+}

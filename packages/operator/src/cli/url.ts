@@ -1,0 +1,77 @@
+/**
+ * `proxy-op url NAME`: the one command that prints a Proxy's URL with its
+ * credential (`http://user:pass@ip:port`), for a client to use: from the
+ * standalone credential file (`--standalone DIR`) or from the Proxy's
+ * Secret on Kubernetes. Nothing else the operator prints carries it.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { FileCredentialStore } from '../auth/store.js';
+import { credentialsDir } from '../providers/default.js';
+import { defaultStateFile } from '../state-file.js';
+import { UsageError } from './args.js';
+import { fileCredential, secretCredential } from './credential.js';
+
+const USAGE =
+  'usage: proxy-op url NAME [-n NAMESPACE] (--standalone DIR [--state FILE] | [--kubeconfig FILE] [--context NAME])\n\nPrints the Proxy’s URL with its credential (http://user:pass@ip:port). Keep it out of logs and shell history.\n';
+
+/** Runs `proxy-op url`; resolves with the exit code. */
+export async function url(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n', default: 'default' },
+      standalone: { type: 'string' },
+      state: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const [name, ...extra] = positionals;
+  if (name === undefined || extra.length > 0) throw new UsageError(`name one Proxy\n\n${USAGE}`);
+  const namespace = values.namespace;
+  let found: string | undefined;
+  if (values.standalone !== undefined) {
+    const state = values.state ?? defaultStateFile(values.standalone);
+    const path = new FileCredentialStore(credentialsDir(state)).locate({
+      namespace,
+      name,
+      uid: '',
+    });
+    const kept = await fileCredential(path);
+    if (kept === undefined) {
+      process.stderr.write(
+        `proxy-op url: Proxy ${namespace}/${name} has no credential in ${path} (no such Proxy, auth type none, or a secretRef)\n`,
+      );
+      return 1;
+    }
+    found = kept.url;
+  } else {
+    const { KubeClient } = await import('../kube/client.js');
+    const { credentialSecretName } = await import('../kube/secrets.js');
+    const client = await KubeClient.load({
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+    });
+    try {
+      found = (await secretCredential(client, namespace, credentialSecretName(name)))?.url;
+    } finally {
+      client.close();
+    }
+  }
+  if (found === undefined) {
+    process.stderr.write(
+      `proxy-op url: Proxy ${namespace}/${name} has a credential but no endpoint yet; wait until it is Ready\n`,
+    );
+    return 1;
+  }
+  process.stdout.write(`${found}\n`);
+  return 0;
+}

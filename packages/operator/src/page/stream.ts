@@ -1,0 +1,263 @@
+/**
+ * The status page's event stream (server-sent events). One hub serves every
+ * viewer from the operator's memory: every push interval, while at least one
+ * viewer is connected, it compares each Proxy and provider with what it
+ * last sent (an unchanged object is not even serialised) and sends every
+ * viewer the same patch, once; with no viewer it does nothing and holds
+ * nothing. A new viewer gets the whole state first. A viewer that does not
+ * keep up (its unread stream past a bound) is disconnected, and its page
+ * connects again and starts afresh, so a slow viewer costs bounded memory
+ * and never holds up the others.
+ *
+ * @module
+ */
+import type { ServerResponse } from 'node:http';
+import type { Logger } from '@proxy-op/contract';
+import { DEFAULTS } from '../defaults.js';
+import type { ProxyObject } from '../schema.js';
+import { proxyKey } from '../store.js';
+import { probeStamp, providerViews, proxyRow, type StatusPageSource } from './snapshot.js';
+import type { CollectionName, PageRole } from './wire.js';
+
+/** The hub's tunables, in milliseconds where a time. */
+export interface StreamOptions {
+  /** How often changes are pushed (default 500). */
+  readonly pushMs?: number | undefined;
+  /** How often a quiet stream carries a comment (default 15000). */
+  readonly heartbeatMs?: number | undefined;
+  /** Unread bytes past which a viewer is disconnected (default 4 MiB). */
+  readonly bufferBytes?: number | undefined;
+  /** Viewers at once (default 64). */
+  readonly maxViewers?: number | undefined;
+  /** Where a viewer cut off is logged. */
+  readonly logger: Logger;
+}
+
+/** What the hub last sent of one Proxy. */
+interface Sent {
+  readonly obj: ProxyObject;
+  readonly stamp: string;
+  readonly json: string;
+}
+
+/** What the hub counts, for tests and the load test. */
+export interface StreamStats {
+  /** Viewers connected now. */
+  readonly viewers: number;
+  /** Messages sent (snapshots and patches, counted once however many viewers got them). */
+  readonly messages: number;
+  /** Bytes sent to all viewers together. */
+  readonly bytes: number;
+  /** Viewers disconnected for not keeping up. */
+  readonly dropped: number;
+}
+
+/** The hub of the event stream; see the module comment. */
+export class StatusStream {
+  readonly #role: () => PageRole;
+  readonly #pushMs: number;
+  readonly #heartbeatMs: number;
+  readonly #bufferBytes: number;
+  readonly #maxViewers: number;
+  readonly #log: Logger;
+  readonly #viewers = new Set<ServerResponse>();
+  #source: StatusPageSource | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** What the viewers have, as last sent; empty while no viewer is connected. */
+  #proxies = new Map<string, Sent>();
+  #providers = new Map<string, string>();
+  #roleJson = '';
+  #problemsJson = '[]';
+  #messages = 0;
+  #bytes = 0;
+  #dropped = 0;
+
+  constructor(role: () => PageRole, source: StatusPageSource | undefined, o: StreamOptions) {
+    this.#role = role;
+    this.#source = source;
+    this.#pushMs = o.pushMs ?? DEFAULTS.statusPushMs;
+    this.#heartbeatMs = o.heartbeatMs ?? DEFAULTS.statusHeartbeatMs;
+    this.#bufferBytes = o.bufferBytes ?? DEFAULTS.statusClientBufferBytes;
+    this.#maxViewers = o.maxViewers ?? DEFAULTS.statusMaxViewers;
+    this.#log = o.logger;
+  }
+
+  /** The counts so far. */
+  stats(): StreamStats {
+    return {
+      viewers: this.#viewers.size,
+      messages: this.#messages,
+      bytes: this.#bytes,
+      dropped: this.#dropped,
+    };
+  }
+
+  /** Serves the data of `source` from now on (undefined: none, as a standby). Every viewer starts afresh. */
+  serve(source: StatusPageSource | undefined): void {
+    this.#source = source;
+    if (this.#viewers.size > 0) this.#broadcast('snapshot', this.#snapshot());
+  }
+
+  /** Takes a viewer: sends it the whole state, then the patches. False when there are too many. */
+  attach(res: ServerResponse): boolean {
+    if (this.#viewers.size >= this.#maxViewers) return false;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+    // The new viewer's snapshot is the others' state too: bring that up to date first.
+    let snapshot: string;
+    if (this.#viewers.size > 0) {
+      this.#push();
+      snapshot = this.#snapshotOfSent();
+    } else snapshot = this.#snapshot();
+    this.#viewers.add(res);
+    res.on('close', () => this.#detach(res));
+    this.#write(res, `retry: 2000\n\n`);
+    this.#write(res, frame('snapshot', snapshot));
+    this.#messages++;
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(() => this.#push(), this.#pushMs);
+      this.#timer.unref?.();
+      this.#heartbeat = setInterval(() => {
+        for (const v of this.#viewers) this.#write(v, ': keep-alive\n\n');
+      }, this.#heartbeatMs);
+      this.#heartbeat.unref?.();
+    }
+    return true;
+  }
+
+  /** Ends every viewer's stream. */
+  close(): void {
+    for (const v of [...this.#viewers]) v.end();
+    this.#stop();
+  }
+
+  #detach(res: ServerResponse): void {
+    this.#viewers.delete(res);
+    if (this.#viewers.size === 0) this.#stop();
+  }
+
+  /** No viewer: no timer, and nothing remembered. */
+  #stop(): void {
+    clearInterval(this.#timer);
+    clearInterval(this.#heartbeat);
+    this.#timer = undefined;
+    this.#heartbeat = undefined;
+    this.#proxies = new Map();
+    this.#providers = new Map();
+    this.#roleJson = '';
+    this.#problemsJson = '[]';
+  }
+
+  /** Writes to one viewer; one that has too much unread is disconnected instead. */
+  #write(res: ServerResponse, text: string): void {
+    if (res.destroyed) return;
+    if (res.writableLength > this.#bufferBytes) {
+      this.#dropped++;
+      this.#log.warn(
+        { unread: res.writableLength },
+        'a status page viewer does not keep up; disconnected (its page connects again)',
+      );
+      res.destroy();
+      return;
+    }
+    this.#bytes += Buffer.byteLength(text);
+    res.write(text);
+  }
+
+  #broadcast(event: string, data: string): void {
+    const text = frame(event, data);
+    this.#messages++;
+    for (const v of this.#viewers) this.#write(v, text);
+  }
+
+  /** Remembers the current state as sent, and returns it as a snapshot's JSON. */
+  #snapshot(): string {
+    this.#proxies = new Map();
+    this.#providers = new Map();
+    this.#diff();
+    return this.#snapshotOfSent();
+  }
+
+  /** The state as last sent, as a snapshot's JSON (made of the JSON already at hand). */
+  #snapshotOfSent(): string {
+    const proxies = [...this.#proxies.values()].map((s) => s.json).join(',');
+    const providers = [...this.#providers.values()].join(',');
+    return `{"role":${this.#roleJson},"problems":${this.#problemsJson},"providers":[${providers}],"proxies":[${proxies}]}`;
+  }
+
+  /** One push: what changed since the last, to every viewer, as one patch. */
+  #push(): void {
+    const patch = this.#diff();
+    if (patch !== undefined) this.#broadcast('patch', patch);
+  }
+
+  /** Brings the state as sent up to date; returns the patch's JSON, or undefined when nothing changed. */
+  #diff(): string | undefined {
+    const src = this.#source;
+    const objects = src?.store.list() ?? [];
+    const upsert: Record<CollectionName, string[]> = { proxies: [], providers: [] };
+    const remove: Record<CollectionName, string[]> = { proxies: [], providers: [] };
+    const seen = new Set<string>();
+    for (const p of objects) {
+      const key = proxyKey(p.metadata.namespace, p.metadata.name);
+      seen.add(key);
+      const stamp = probeStamp(key, src?.probes);
+      const sent = this.#proxies.get(key);
+      if (sent !== undefined && sent.obj === p && sent.stamp === stamp) continue;
+      const json = JSON.stringify(proxyRow(p, src?.probes));
+      this.#proxies.set(key, { obj: p, stamp, json });
+      if (sent?.json !== json) upsert.proxies.push(json);
+    }
+    for (const key of this.#proxies.keys()) {
+      if (!seen.has(key)) {
+        this.#proxies.delete(key);
+        remove.proxies.push(key);
+      }
+    }
+    const providers = src === undefined ? [] : providerViews(src, objects);
+    const names = new Set<string>();
+    for (const view of providers) {
+      names.add(view.name);
+      const json = JSON.stringify(view);
+      if (this.#providers.get(view.name) === json) continue;
+      this.#providers.set(view.name, json);
+      upsert.providers.push(json);
+    }
+    for (const name of this.#providers.keys()) {
+      if (!names.has(name)) {
+        this.#providers.delete(name);
+        remove.providers.push(name);
+      }
+    }
+    const parts: string[] = [];
+    const role = JSON.stringify(this.#role());
+    if (role !== this.#roleJson) {
+      this.#roleJson = role;
+      parts.push(`"role":${role}`);
+    }
+    const problems = JSON.stringify(src?.store.problems?.() ?? []);
+    if (problems !== this.#problemsJson) {
+      this.#problemsJson = problems;
+      parts.push(`"problems":${problems}`);
+    }
+    const ups = (Object.keys(upsert) as CollectionName[])
+      .filter((c) => upsert[c].length > 0)
+      .map((c) => `"${c}":[${upsert[c].join(',')}]`);
+    if (ups.length > 0) parts.push(`"upsert":{${ups.join(',')}}`);
+    const rms = (Object.keys(remove) as CollectionName[])
+      .filter((c) => remove[c].length > 0)
+      .map((c) => `"${c}":${JSON.stringify(remove[c])}`);
+    if (rms.length > 0) parts.push(`"remove":{${rms.join(',')}}`);
+    return parts.length === 0 ? undefined : `{${parts.join(',')}}`;
+  }
+}
+
+/** One server-sent event; `data` is JSON, which has no line breaks. */
+function frame(event: string, data: string): string {
+  return `event: ${event}\ndata: ${data}\n\n`;
+}

@@ -1,0 +1,360 @@
+/**
+ * The pool controller: one reconcile per ProxyPool key, level-based like the
+ * Proxy reconciler. It reads the pool and the Proxies it owns, asks
+ * {@link planPool} what to do, does it (create, drain, delete), publishes the
+ * verified endpoints and writes the pool's status. The Proxies it makes are
+ * reconciled, probed and given credentials like any other.
+ *
+ * @module
+ */
+import { createHash, randomInt } from 'node:crypto';
+import { type Logger, silentLogger } from '@proxy-op/contract';
+import { credentialUrl } from '../auth/credential.js';
+import type { CredentialStore } from '../auth/store.js';
+import { canonicalJson } from '../cloudinit.js';
+import { messageOf } from '../message.js';
+import type { ProviderSet } from '../providers/set.js';
+import { WorkQueue } from '../queue.js';
+import type { ProxyObject, ProxyStatus } from '../schema.js';
+import { hookStore, type ProxyStore, proxyKey } from '../store.js';
+import { type Member, planPool } from './plan.js';
+import { type ResolvedPoolSpec, resolvePoolSpec } from './resolve.js';
+import type { PoolEndpoint, PoolObject } from './schema.js';
+import { poolStatus } from './status.js';
+import {
+  POOL_LABEL,
+  type PoolStore,
+  type PublishedEndpoints,
+  REMEDIATE_ANNOTATION,
+  SKIP_REMEDIATION_ANNOTATION,
+  TEMPLATE_HASH_LABEL,
+} from './store.js';
+
+/** What the controller is built with. */
+export interface PoolControllerDeps {
+  /** Where the pools are read and their Proxies made. */
+  readonly pools: PoolStore;
+  /** Where the Proxies are read (the reconciler's store). */
+  readonly proxies: ProxyStore;
+  /** The configured providers, for the spread. */
+  readonly providers: ProviderSet;
+  /** Where the Proxies' credentials are, for the endpoint list with credentials. */
+  readonly credentials?: CredentialStore | undefined;
+  /** Where the controller logs; silent when omitted. */
+  readonly logger?: Logger | undefined;
+  /** The clock; the system clock when omitted. */
+  readonly now?: (() => Date) | undefined;
+}
+
+/** The controller's tunables. */
+export interface PoolControllerOptions {
+  /** Concurrent pool reconciles (default 2). */
+  readonly workers?: number | undefined;
+  /** First remediation backoff, doubled per replacement in a row (default 10000). */
+  readonly remediationBackoffBaseMs?: number | undefined;
+  /** Longest remediation backoff (default 300000). */
+  readonly remediationBackoffMaxMs?: number | undefined;
+}
+
+const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** The hash of a pool's template: the `proxy-op.io/template-hash` label of its Proxies. */
+export function templateHash(pool: PoolObject): string {
+  return createHash('sha256').update(canonicalJson(pool.spec.template)).digest('hex').slice(0, 10);
+}
+
+/** The Proxies `pool` owns (its UID in their owner references). */
+export function membersOf(proxies: ProxyStore, pool: PoolObject): ProxyObject[] {
+  return proxies
+    .list()
+    .filter(
+      (p) =>
+        p.metadata.namespace === pool.metadata.namespace &&
+        p.metadata.ownerReferences?.some(
+          (o) => o.kind === 'ProxyPool' && o.uid === pool.metadata.uid,
+        ),
+    );
+}
+
+/** The pool that owns a Proxy, as a key, if one does. */
+function ownerKey(p: ProxyObject): string | undefined {
+  const o = p.metadata.ownerReferences?.find((r) => r.kind === 'ProxyPool');
+  return o === undefined ? undefined : proxyKey(p.metadata.namespace, o.name);
+}
+
+/** What of a Proxy's status a pool counts, as one string to compare. */
+function poolView(st: ProxyStatus): string {
+  const c = (t: string) => {
+    const x = st.conditions?.find((k) => k.type === t);
+    return x === undefined ? '' : `${x.status}/${x.reason ?? ''}/${x.lastTransitionTime}`;
+  };
+  return [st.endpoint, st.egressIP, c('Ready'), c('DataPlane'), c('Latched')].join('|');
+}
+
+/** A Proxy as the planner sees it. */
+function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>): Member {
+  const ready = p.status.conditions?.find((c) => c.type === 'Ready');
+  const dataPlane = p.status.conditions?.find((c) => c.type === 'DataPlane');
+  const a = p.metadata.annotations ?? {};
+  return {
+    name: p.metadata.name,
+    uid: p.metadata.uid,
+    created: Date.parse(p.metadata.creationTimestamp),
+    hash: p.metadata.labels?.[TEMPLATE_HASH_LABEL] ?? '',
+    provider: p.spec.provider,
+    ready: ready?.status === 'True' && p.status.endpoint !== undefined,
+    readyChanged: ready === undefined ? undefined : Date.parse(ready.lastTransitionTime),
+    // Verified once (a probe passed), whatever the instance says now.
+    wasReady: p.status.probe?.lastPassTime !== undefined || dataPlane?.reason === 'ProbeFailed',
+    deleting: p.metadata.deletionTimestamp !== undefined,
+    drainingUntil: draining.get(p.metadata.name),
+    skipRemediation: a[SKIP_REMEDIATION_ANNOTATION] !== undefined,
+    remediate: a[REMEDIATE_ANNOTATION] !== undefined,
+  };
+}
+
+/** Runs the pools: watches them and their Proxies, reconciles each on a change. */
+export class PoolController {
+  /** The work queue of pool keys. */
+  readonly queue: WorkQueue;
+  readonly #deps: PoolControllerDeps;
+  readonly #opts: PoolControllerOptions;
+  readonly #log: Logger;
+  readonly #now: () => Date;
+  /**
+   * Each Proxy's URL with its credential, by UID, with what it was made from
+   * (endpoint, issue time, applied password file): read again only when one
+   * of them changes, not once per endpoint per pass.
+   */
+  readonly #urls = new Map<string, { readonly from: string; readonly url: string }>();
+  #unwatch: Array<() => void> = [];
+
+  constructor(deps: PoolControllerDeps, opts: PoolControllerOptions = {}) {
+    this.#deps = deps;
+    this.#opts = opts;
+    this.#log = deps.logger ?? silentLogger;
+    this.#now = deps.now ?? (() => new Date());
+    this.queue = new WorkQueue({
+      workers: opts.workers ?? 2,
+      onError: (key, err, retryInMs) =>
+        this.#log.warn({ pool: key, err: messageOf(err), retryInMs }, 'pool reconcile failed'),
+    });
+  }
+
+  /**
+   * The Proxy store as the operator is to write it: each status write that
+   * changes what a pool counts (Ready, the endpoint, the egress address, a
+   * latch) queues the Proxy's pool.
+   */
+  observe(store: ProxyStore): ProxyStore {
+    return hookStore(store, {
+      afterStatus: (key, before, after) => {
+        if (before !== undefined && poolView(before) === poolView(after)) return;
+        const p = store.get(key);
+        const owner = p === undefined ? undefined : ownerKey(p);
+        if (owner !== undefined) this.queue.add(owner);
+      },
+    });
+  }
+
+  /** Starts the workers and queues every pool. */
+  start(): void {
+    const { pools, proxies } = this.#deps;
+    this.#unwatch.push(pools.watchPools((key) => this.queue.add(key)));
+    this.#unwatch.push(
+      proxies.watch((key) => {
+        const p = proxies.get(key);
+        const owner = p === undefined ? undefined : ownerKey(p);
+        if (owner !== undefined) this.queue.add(owner);
+      }),
+    );
+    this.queue.start((key) => this.reconcile(key));
+    for (const p of pools.listPools())
+      this.queue.add(proxyKey(p.metadata.namespace, p.metadata.name));
+    // Proxies whose pool is gone (deleted while the operator was down) are found once.
+    for (const p of proxies.list()) {
+      const owner = ownerKey(p);
+      if (owner !== undefined && pools.getPool(owner) === undefined) this.queue.add(owner);
+    }
+  }
+
+  /** Stops watching and waits for the reconciles in flight. */
+  async stop(): Promise<void> {
+    for (const u of this.#unwatch) u();
+    this.#unwatch = [];
+    await this.queue.shutdown();
+  }
+
+  /** One pass over the pool `key`. */
+  async reconcile(key: string): Promise<{ requeueAfter?: number } | undefined> {
+    const { pools, proxies } = this.#deps;
+    const pool = pools.getPool(key);
+    if (pool === undefined || pool.metadata.deletionTimestamp !== undefined) {
+      await this.#orphans(key, pool);
+      return undefined;
+    }
+    const spec = resolvePoolSpec(pool.spec);
+    const hash = templateHash(pool);
+    const now = this.#now().getTime();
+    const owned = membersOf(proxies, pool);
+    const draining = new Map<string, number>();
+    for (const d of pool.status.draining ?? []) draining.set(d.name, Date.parse(d.until));
+    const members = owned.map((p) => memberOf(p, draining));
+    const failing = this.#failingProviders(spec, owned);
+    const backoff = pool.status.remediationBackoffUntil;
+    const plan = planPool({
+      spec,
+      hash,
+      members,
+      now,
+      failingProviders: failing,
+      remediationBackoffUntil: backoff === undefined ? undefined : Date.parse(backoff),
+    });
+
+    const status = poolStatus({
+      pool,
+      spec,
+      hash,
+      plan,
+      owned,
+      draining,
+      failing,
+      now,
+      backoffBaseMs: this.#opts.remediationBackoffBaseMs ?? 10_000,
+      backoffMaxMs: this.#opts.remediationBackoffMaxMs ?? 300_000,
+    });
+    // The status (drains recorded) and the endpoint list go first, then the deletions:
+    // a Proxy is out of every list before it is drained and deleted.
+    await pools.updatePoolStatus(key, status);
+    await pools.publishEndpoints(pool, await this.#endpointLists(status.endpoints ?? [], owned));
+    for (const name of plan.delete)
+      await pools.deleteProxy(proxyKey(pool.metadata.namespace, name));
+    for (const name of plan.remediated) {
+      pools.recordPoolEvent?.(
+        key,
+        'Normal',
+        'Remediating',
+        `Proxy ${name} was unhealthy; it is replaced`,
+      );
+    }
+    for (const c of plan.create) await this.#create(pool, spec, hash, c.index);
+    if (plan.create.length > 0 || plan.delete.length > 0 || plan.drain.length > 0) {
+      this.#log.info(
+        { pool: key, created: plan.create.length, drained: plan.drain, deleted: plan.delete },
+        'pool changed',
+      );
+    }
+    return plan.requeueMs === undefined ? undefined : { requeueAfter: plan.requeueMs + 1 };
+  }
+
+  async #create(
+    pool: PoolObject,
+    spec: ResolvedPoolSpec,
+    hash: string,
+    index: number,
+  ): Promise<void> {
+    const entry = spec.spread[index];
+    if (entry === undefined) return;
+    const base = pool.spec.template.spec;
+    const { namespace, name } = pool.metadata;
+    let proxyName = '';
+    do {
+      let suffix = '';
+      for (let i = 0; i < 5; i++) suffix += NAME_CHARS[randomInt(NAME_CHARS.length)];
+      proxyName = `${name.slice(0, 57)}-${suffix}`;
+    } while (this.#deps.proxies.get(proxyKey(namespace, proxyName)) !== undefined);
+    await this.#deps.pools.createProxy(pool, {
+      name: proxyName,
+      labels: {
+        ...(pool.spec.template.metadata?.labels ?? {}),
+        [POOL_LABEL]: name,
+        [TEMPLATE_HASH_LABEL]: hash,
+      },
+      spec: {
+        ...base,
+        provider: entry.provider,
+        placement: { ...base.placement, ...(entry.placement ?? {}) },
+      },
+    });
+  }
+
+  /** Providers that cannot take a new Proxy: not configured, unhealthy, or latched for this pool. */
+  #failingProviders(spec: ResolvedPoolSpec, owned: readonly ProxyObject[]): Map<string, string> {
+    const out = new Map<string, string>();
+    const health = new Map(this.#deps.proxies.listHealth().map((h) => [h.name, h]));
+    for (const { provider } of spec.spread) {
+      if (this.#deps.providers.get(provider) === undefined) {
+        out.set(provider, `provider ${provider} is not configured`);
+        continue;
+      }
+      const h = health.get(provider);
+      if (h !== undefined && !h.status.ready) {
+        const bad = h.status.targets.find((t) => !t.ready);
+        out.set(provider, `provider ${provider} is not ready${bad ? `: ${bad.message}` : ''}`);
+        continue;
+      }
+      const latched = owned.find(
+        (p) =>
+          p.spec.provider === provider &&
+          p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
+      );
+      if (latched !== undefined) {
+        out.set(
+          provider,
+          `provider ${provider} refused Proxy ${latched.metadata.name} permanently`,
+        );
+      }
+    }
+    return out;
+  }
+
+  /** The endpoint lists, the second with each Proxy's credential (read from where it is kept). */
+  async #endpointLists(
+    endpoints: readonly PoolEndpoint[],
+    owned: readonly ProxyObject[],
+  ): Promise<PublishedEndpoints> {
+    if (this.#urls.size > 2 * owned.length) {
+      // Forget the URLs of Proxies that are gone (any pool's), once there are more than enough.
+      const live = new Set(this.#deps.proxies.list().map((x) => x.metadata.uid));
+      for (const uid of this.#urls.keys()) if (!live.has(uid)) this.#urls.delete(uid);
+    }
+    const withCredentials: string[] = [];
+    for (const e of endpoints) {
+      const p = owned.find((o) => o.metadata.name === e.name);
+      withCredentials.push(p === undefined ? e.url : await this.#urlWithCredential(p, e.url));
+    }
+    return { plain: endpoints.map((e) => e.url), withCredentials };
+  }
+
+  async #urlWithCredential(p: ProxyObject, url: string): Promise<string> {
+    const store = this.#deps.credentials;
+    const auth = p.spec.auth;
+    if (store === undefined || auth?.type === 'none') return url;
+    const { namespace, name, uid } = p.metadata;
+    const c = p.status.credentials;
+    const from = `${url} ${c?.rotatedTime ?? ''} ${c?.appliedHash ?? ''}`;
+    const cached = this.#urls.get(uid);
+    if (cached?.from === from) return cached.url;
+    let out = url;
+    if (auth?.secretRef !== undefined) {
+      const ref = await store.readRef(namespace, auth.secretRef.name);
+      if (ref.ok) out = credentialUrl(ref.credential, url);
+    } else {
+      const rec = await store.read({ namespace, name, uid });
+      if (rec !== undefined) out = credentialUrl(rec.current, url);
+    }
+    // Only a URL that carries a credential is kept: one not issued yet is read again.
+    if (out !== url) this.#urls.set(uid, { from, url: out });
+    return out;
+  }
+
+  /** A pool that is gone: its Proxies go too. */
+  async #orphans(key: string, pool: PoolObject | undefined): Promise<void> {
+    for (const p of this.#deps.proxies.list()) {
+      if (ownerKey(p) !== key || p.metadata.deletionTimestamp !== undefined) continue;
+      const owner = p.metadata.ownerReferences?.find((r) => r.kind === 'ProxyPool');
+      if (pool !== undefined && owner?.uid !== pool.metadata.uid) continue;
+      await this.#deps.pools.deleteProxy(proxyKey(p.metadata.namespace, p.metadata.name));
+    }
+  }
+}

@@ -1,0 +1,205 @@
+// Peer: the reference provider (@proxy-op/providertest's memory backend) under the operator's
+// reconciler, over the memory stores; the pool controller on top, as on a real installation.
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryCredentialStore } from '../src/auth/store.js';
+import { Operator } from '../src/operator.js';
+import { PoolController } from '../src/pool/controller.js';
+import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
+import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/pool/store.js';
+import type { ProxyObject } from '../src/schema.js';
+import { MemoryStore } from '../src/store.js';
+import { providerSet, testRegistry } from './support.js';
+
+const FAST = {
+  deletionPollMs: 2,
+  provisioningPollMs: 5,
+  readyResyncMs: 50,
+  backoffBaseMs: 1,
+  backoffMaxMs: 20,
+  gcIntervalMs: 0,
+  healthIntervalMs: 0,
+  probeIntervalMs: 0,
+};
+
+async function waitFor(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+function poolSpec(extra: Record<string, unknown>): PoolSpec {
+  const v = validatePoolSpec({
+    template: {
+      spec: {
+        provider: 'a',
+        allowedSources: ['10.0.0.0/8'],
+        placement: { machineType: 'small', image: 'debian-13' },
+      },
+    },
+    ...extra,
+  });
+  if (!v.ok) throw new Error(JSON.stringify(v.problems));
+  return v.value;
+}
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const s of stops.splice(0).reverse()) await s();
+});
+
+async function setup() {
+  const { registry } = testRegistry();
+  const providers = await providerSet(
+    'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n',
+    registry,
+  );
+  const store = new MemoryStore();
+  const credentials = new MemoryCredentialStore();
+  const pools = new MemoryPoolStore(store);
+  const controller = new PoolController({ pools, proxies: store, providers, credentials });
+  const op = new Operator({ store: controller.observe(store), providers, credentials }, FAST);
+  op.start();
+  controller.start();
+  stops.push(async () => {
+    await controller.stop();
+    await op.stop();
+  });
+  const members = (): ProxyObject[] =>
+    store.list().filter((p) => p.metadata.labels?.[POOL_LABEL] === 'web');
+  const ready = (p: ProxyObject) =>
+    p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  return { store, pools, members, ready, credentials };
+}
+
+describe('ProxyPool over the reference provider', () => {
+  it('scales up, publishes only Ready endpoints (with credentials in the second list), scales down', async () => {
+    const { pools, members, ready } = await setup();
+    pools.apply('default', 'web', poolSpec({ replicas: 3 }));
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 3,
+      '3 available',
+    );
+    const ms = members();
+    expect(ms).toHaveLength(3);
+    for (const p of ms) {
+      expect(p.metadata.ownerReferences?.[0]).toMatchObject({
+        kind: 'ProxyPool',
+        name: 'web',
+        controller: true,
+      });
+      expect(p.metadata.labels?.[TEMPLATE_HASH_LABEL]).toBe(
+        pools.getPool('default/web')?.status.templateHash,
+      );
+      expect(ready(p)).toBe(true);
+    }
+    const st = pools.getPool('default/web')?.status;
+    expect(st?.endpoints?.map((e) => e.url).sort()).toEqual(
+      ms.map((p) => p.status.endpoint).sort(),
+    );
+    expect(st?.selector).toBe('proxy-op.io/pool=web');
+    const published = pools.published.get('default/web');
+    expect(published?.plain).toHaveLength(3);
+    for (const u of published?.withCredentials ?? [])
+      expect(u).toMatch(/^http:\/\/[^:@/]+:[^@/]+@/);
+    for (const u of published?.plain ?? []) expect(u).not.toContain('@');
+    // Nothing about credentials in the pool's status.
+    expect(JSON.stringify(st)).not.toMatch(/@/);
+
+    pools.apply('default', 'web', poolSpec({ replicas: 1, deletePolicy: 'Oldest' }));
+    await waitFor(() => members().length === 1, 'scaled to 1');
+    await waitFor(() => pools.getPool('default/web')?.status.endpoints?.length === 1, '1 endpoint');
+  });
+
+  it('rolls a template change with maxSurge 1 / maxUnavailable 0: never more than 4, never fewer than 3 available', async () => {
+    const { store, pools, members, ready } = await setup();
+    pools.apply('default', 'web', poolSpec({ replicas: 3 }));
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 3,
+      '3 available',
+    );
+    const first = pools.getPool('default/web')?.status.templateHash;
+    let most = 0;
+    let fewest = 3;
+    const unwatch = store.watch(() => {
+      const ms = members().filter((p) => p.metadata.deletionTimestamp === undefined);
+      most = Math.max(most, ms.length);
+      fewest = Math.min(fewest, ms.filter(ready).length);
+    });
+    pools.apply(
+      'default',
+      'web',
+      poolSpec({
+        replicas: 3,
+        template: {
+          spec: {
+            provider: 'a',
+            allowedSources: ['10.0.0.0/8'],
+            placement: { machineType: 'small', image: 'debian-13' },
+            port: 8080,
+          },
+        },
+      }),
+    );
+    await waitFor(() => {
+      const st = pools.getPool('default/web')?.status;
+      return (
+        st?.templateHash !== first &&
+        st?.updatedReplicas === 3 &&
+        members().length === 3 &&
+        st.availableReplicas === 3
+      );
+    }, 'rolled');
+    unwatch();
+    expect(most).toBe(4);
+    expect(fewest).toBeGreaterThanOrEqual(3);
+    expect(members().every((p) => p.spec.port === 8080)).toBe(true);
+    const progressing = pools
+      .getPool('default/web')
+      ?.status.conditions?.find((c) => c.type === 'Progressing');
+    expect(progressing?.reason).toBe('NewTemplateAvailable');
+  });
+
+  it('spreads over two providers by weight, and the other carries the pool when one is removed', async () => {
+    const { pools, members } = await setup();
+    pools.apply(
+      'default',
+      'web',
+      poolSpec({ replicas: 6, spread: [{ provider: 'a', weight: 2 }, { provider: 'b' }] }),
+    );
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 6,
+      '6 available',
+    );
+    const by = (prov: string) => members().filter((p) => p.spec.provider === prov).length;
+    expect([by('a'), by('b')]).toEqual([4, 2]);
+    // A provider that is not configured takes nothing; the pool says so.
+    pools.apply(
+      'default',
+      'web',
+      poolSpec({ replicas: 8, spread: [{ provider: 'a', weight: 2 }, { provider: 'gone' }] }),
+    );
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 8,
+      '8 available',
+    );
+    const degraded = pools
+      .getPool('default/web')
+      ?.status.conditions?.find((c) => c.type === 'SpreadDegraded');
+    expect(degraded).toMatchObject({ status: 'True', reason: 'ProviderFailing' });
+    expect(degraded?.message).toContain('provider gone is not configured');
+  });
+
+  it('deleting the pool deletes its Proxies and their instances', async () => {
+    const { store, pools, members } = await setup();
+    pools.apply('default', 'web', poolSpec({ replicas: 2 }));
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 2,
+      '2 available',
+    );
+    pools.delete('default/web');
+    await waitFor(() => members().length === 0, 'Proxies gone');
+    expect(store.list()).toEqual([]);
+  });
+});

@@ -1,0 +1,166 @@
+// Peers: the CLI (`proxy-op run --standalone`, `proxy-op endpoints`) as a user runs it, over the
+// local provider's real forward-proxy processes on 127.0.73.0/24; a real HTTP origin on loopback
+// reached through the published endpoints. The manifest is the README's ProxyPool example.
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type JsonLinesProcess, requestThroughProxy, startHttpEchoOrigin } from '@proxy-op/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDocument } from 'yaml';
+import { runCli, spawnCli } from './cli-support.js';
+import { proxyPids } from './probe-support.js';
+
+const README = fileURLToPath(new URL('../README.md', import.meta.url));
+
+let root = '';
+let dir = '';
+let providers = '';
+let stateDir = '';
+let op: JsonLinesProcess | undefined;
+let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>>;
+
+/** The YAML block under the README's "### ProxyPool" heading. */
+async function readmePool(): Promise<string> {
+  const text = await readFile(README, 'utf8');
+  const section = text.slice(text.indexOf('### ProxyPool'));
+  const m = /```yaml\n([\s\S]*?)```/.exec(section);
+  if (m === null) throw new Error("no YAML block in the README's ProxyPool section");
+  return m[1] as string;
+}
+
+const endpointsPath = () => join(root, 'proxies.state.endpoints.d', 'default.egress');
+const lines = async () =>
+  (await readFile(endpointsPath(), 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+const state = async () =>
+  JSON.parse(await readFile(join(root, 'proxies.state.json'), 'utf8')) as {
+    proxies: Record<
+      string,
+      { ownerReferences?: Array<{ name: string }>; deletionTimestamp?: string }
+    >;
+    pools: Record<string, { uid: string }>;
+  };
+const owned = async () =>
+  Object.entries((await state()).proxies)
+    .filter(
+      ([, e]) => e.ownerReferences?.[0]?.name === 'egress' && e.deletionTimestamp === undefined,
+    )
+    .map(([k]) => k)
+    .sort();
+
+async function until(fn: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function start(): JsonLinesProcess {
+  return spawnCli([
+    'run',
+    '--standalone',
+    dir,
+    '--providers',
+    providers,
+    '--listen',
+    'off',
+    '--output',
+    'json',
+  ]);
+}
+
+async function stop(p: JsonLinesProcess | undefined): Promise<void> {
+  if (p === undefined) return;
+  p.kill('SIGTERM');
+  await p.exit;
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'proxy-op-pool-standalone-'));
+  dir = join(root, 'proxies');
+  stateDir = join(root, 'local');
+  providers = join(root, 'providers.yaml');
+  await writeFile(
+    providers,
+    `installation: pool-standalone\nproviders:\n  - name: local\n    type: local\n    local: { stateDir: ${stateDir}, addressRange: 127.0.73.0/24 }\n`,
+  );
+  await (await import('node:fs/promises')).mkdir(dir);
+  echo = await startHttpEchoOrigin();
+});
+
+afterAll(async () => {
+  await stop(op);
+  for (const pid of proxyPids(stateDir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+  echo?.server.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('ProxyPool in standalone mode, from the README', () => {
+  it('makes the pool, publishes an endpoint file with credentials that clients get through', async () => {
+    await writeFile(join(dir, 'pool.yaml'), await readmePool());
+    op = start();
+    await until(async () => (await lines()).length === 3, 60_000, '3 endpoints');
+    expect((await stat(endpointsPath())).mode & 0o777).toBe(0o600);
+    const printed = await runCli(['endpoints', 'egress', '--standalone', dir]);
+    expect(printed.code).toBe(0);
+    const urls = printed.stdout.trim().split('\n');
+    expect(urls.sort()).toEqual((await lines()).sort());
+    for (const u of urls) {
+      const url = new URL(u);
+      expect(url.username).not.toBe('');
+      const basic = Buffer.from(
+        `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`,
+      );
+      const r = await requestThroughProxy(
+        { address: url.hostname, port: Number(url.port) },
+        `http://127.0.0.1:${echo.port}/through`,
+        { proxyAuthorization: `Basic ${basic.toString('base64')}` },
+      );
+      expect(r.status).toBe(200);
+    }
+    const plain = await runCli(['endpoints', 'egress', '--standalone', dir, '--plain']);
+    expect(plain.stdout).not.toContain('@');
+    expect(plain.stdout.trim().split('\n')).toHaveLength(3);
+    expect(await owned()).toHaveLength(3);
+    expect(Object.keys((await state()).pools)).toEqual(['default/egress']);
+  }, 90_000);
+
+  it('scales down on a manifest edit, and a restart makes no duplicate', async () => {
+    const doc = parseDocument(await readmePool());
+    doc.setIn(['spec', 'replicas'], 1);
+    // The README's 30 s drain applies to a scale-down too; a test has no clients to wait for.
+    doc.setIn(['spec', 'rotation', 'drainSeconds'], 1);
+    await writeFile(join(dir, 'pool.yaml'), doc.toString());
+    await until(
+      async () => (await owned()).length === 1 && (await lines()).length === 1,
+      60_000,
+      'one Proxy',
+    );
+    const kept = await owned();
+    await stop(op);
+    op = start();
+    await op.waitForLog(
+      (l) => (l.msg === 'proxy-op running in standalone mode' ? l : undefined),
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await owned()).toEqual(kept);
+    expect(proxyPids(stateDir)).toHaveLength(1);
+  }, 90_000);
+
+  it('removing the manifest deletes the pool, its Proxies and their processes', async () => {
+    await rm(join(dir, 'pool.yaml'));
+    await until(
+      async () => Object.keys((await state()).proxies).length === 0,
+      60_000,
+      'Proxies gone',
+    );
+    expect((await state()).pools).toEqual({});
+    expect((await readdir(stateDir)).filter((f) => f.endsWith('.json'))).toEqual([]);
+  }, 90_000);
+});
