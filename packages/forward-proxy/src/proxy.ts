@@ -105,11 +105,17 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   server.on('connection', (socket: Socket) => {
     new ClientConn(ctx, socket);
   });
+  // The clocks are read after the poll phase has taken in what clients sent meanwhile: after
+  // a pause of the process (a loaded machine), bytes already waiting in the kernel are not
+  // counted as a client that is slow to send.
+  const sweep = () => {
+    const now = performance.now();
+    for (const c of ctx.conns) c.sweep(now);
+    ctx.pool.sweep(now);
+  };
   const sweeper = setInterval(
     () => {
-      const now = performance.now();
-      for (const c of ctx.conns) c.sweep(now);
-      ctx.pool.sweep(now);
+      setImmediate(sweep);
     },
     Math.min(1_000, limits.headersTimeoutMs, limits.bodyIdleTimeoutMs),
   );

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientConn } from '../src/connection.js';
 import type { ProxyContext } from '../src/context.js';
 import { DEFAULT_LIMITS } from '../src/limits.js';
+import { startForwardProxy } from '../src/proxy.js';
 import {
   exchange,
   type RecordingOrigin,
@@ -158,6 +159,46 @@ describe('slow readers', () => {
   });
 });
 
+describe('a pause of the proxy process', () => {
+  // A loaded machine can stop the process longer than a head timeout. What a client sent
+  // meanwhile waits in the kernel: it is read before the clocks are, so it is no slow client.
+  it('a head that arrived while the process stood still is answered, not timed out', async () => {
+    const inProcess = await startForwardProxy({
+      name: 'paused',
+      address: ADDRESS,
+      port: 0,
+      allowedSources: ['127.0.0.0/8'],
+      limits: { headersTimeoutMs: 200 },
+    });
+    try {
+      const s = connect({ host: ADDRESS, port: inProcess.address.port });
+      let text = '';
+      s.setEncoding('latin1');
+      s.on('data', (d: string) => {
+        text += d;
+      });
+      await new Promise((r) => s.once('connect', r));
+      await sleep(50); // the proxy has taken the connection
+      // The head is sent, then the process stands still for five timeouts, from the check
+      // phase: the next turn of the event loop starts with the timers, before the poll phase
+      // reads the head.
+      await new Promise<void>((r) =>
+        setImmediate(() => {
+          s.write('GET /healthz HTTP/1.1\r\n\r\n');
+          const until = performance.now() + 1_000;
+          while (performance.now() < until) {}
+          r();
+        }),
+      );
+      await eventually(() => text.includes('\r\n\r\n'), 5_000);
+      s.destroy();
+      expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      await inProcess.close();
+    }
+  });
+});
+
 describe('oversized heads', () => {
   it(`more than maxHeaderFields (${LIMITS.maxHeaderFields}) field lines get 431; as many pass`, async () => {
     const fields = (n: number) => Array.from({ length: n }, (_, i) => `X-${i}: v\r\n`).join('');
@@ -191,6 +232,10 @@ describe('a client that pipelines and never reads', () => {
     const fdsBefore = fdCount(proxy.pid);
     const s = connect({ host: proxy.address, port: proxy.port, allowHalfOpen: true });
     s.pause(); // reads nothing
+    let failed: Error | undefined;
+    s.on('error', (err) => {
+      failed = err;
+    });
     const requests = Array.from({ length: N }, (_, i) => `GET ${O}/${i} HTTP/1.1\r\n\r\n`).join('');
     s.end(requests); // and says it has no more to send
     const proxyEnded = new Promise<void>((r) => s.once('end', () => r()));
@@ -225,8 +270,10 @@ describe('a client that pipelines and never reads', () => {
         }
         if (answers === N) resolve();
       });
+      s.once('close', () => resolve()); // cut short: the counts below say so
       s.resume();
     });
+    expect(failed?.message, `after ${answers} answers`).toBeUndefined();
     await proxyEnded; // and once all are answered, the proxy closes the connection too
     s.destroy();
     expect(answers).toBe(N);
