@@ -366,3 +366,30 @@ describe('the KubeStore, scoped and with specs the operator cannot take', () => 
     }
   });
 });
+
+describe('credentials in Secrets', () => {
+  it('keep the rounds of each line: a generated credential reads back with its 1000, an older one with none', async () => {
+    const { SecretCredentialStore } = await import('../src/kube/secrets.js');
+    const { generateCredential, passwordFile } = await import('../src/auth/credential.js');
+    const store = new SecretCredentialStore(client);
+    const owner = { namespace, name: 'web', uid: '6b1f0c2e-0000-4000-8000-000000000001' };
+    const fresh = generateCredential('web');
+    const older = { username: 'web-0a0b0c', password: 'SENTINEL-older', salt: 'saltsaltsaltsalt' };
+    const rec = {
+      source: 'generated' as const,
+      current: fresh,
+      previous: older,
+      rotatedTime: '2026-12-01T00:00:00Z',
+    };
+    await store.write(owner, rec, undefined);
+    const back = await store.read(owner);
+    expect(back?.current).toEqual(fresh);
+    expect(back?.current.rounds).toBe(1000);
+    expect(back?.previous).toEqual(older);
+    // The same password file from what was read: a restart gives the proxy nothing new.
+    const text = new TextDecoder().decode(passwordFile(back ?? rec));
+    expect(text).toBe(new TextDecoder().decode(passwordFile(rec)));
+    expect(text).toContain(`${fresh.username}:$6$rounds=1000$${fresh.salt}$`);
+    expect(text).toMatch(new RegExp(`^${older.username}:\\$6\\$saltsaltsaltsalt\\$`, 'm'));
+  });
+});

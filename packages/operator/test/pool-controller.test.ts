@@ -8,7 +8,7 @@ import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
 import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/pool/store.js';
 import type { ProxyObject } from '../src/schema.js';
 import { MemoryStore } from '../src/store.js';
-import { providerSet, testRegistry } from './support.js';
+import { providerSet, ScriptedBackend, testRegistry } from './support.js';
 
 const FAST = {
   deletionPollMs: 2,
@@ -49,10 +49,10 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
 
-async function setup() {
-  const { registry } = testRegistry();
+async function setup(scripted?: ScriptedBackend) {
+  const { registry } = testRegistry(scripted === undefined ? {} : { scripted });
   const providers = await providerSet(
-    'providers:\n  - name: a\n    type: memory\n  - name: b\n    type: memory\n',
+    `providers:\n  - name: a\n    type: memory\n  - name: b\n    type: ${scripted === undefined ? 'memory' : 'scripted'}\n`,
     registry,
   );
   const store = new MemoryStore();
@@ -189,6 +189,68 @@ describe('ProxyPool over the reference provider', () => {
       ?.status.conditions?.find((c) => c.type === 'SpreadDegraded');
     expect(degraded).toMatchObject({ status: 'True', reason: 'ProviderFailing' });
     expect(degraded?.message).toContain('provider gone is not configured');
+  });
+
+  it('one provider latched (it refuses every create permanently): the other carries the pool, and SpreadDegraded names it', async () => {
+    const refusing = new ScriptedBackend();
+    refusing.fail('create', 'Permanent', 1_000);
+    const { pools, members } = await setup(refusing);
+    const degraded: string[] = [];
+    const sample = () => {
+      const c = pools
+        .getPool('default/web')
+        ?.status.conditions?.find((x) => x.type === 'SpreadDegraded' && x.status === 'True');
+      if (c?.message !== undefined && !degraded.includes(c.message)) degraded.push(c.message);
+    };
+    pools.apply(
+      'default',
+      'web',
+      poolSpec({
+        replicas: 4,
+        spread: [{ provider: 'a' }, { provider: 'b' }],
+        remediation: { startupTimeout: '1s' },
+      }),
+    );
+    await waitFor(
+      () => {
+        sample();
+        return (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 4;
+      },
+      '4 available',
+      20_000,
+    );
+    const live = members().filter((p) => p.metadata.deletionTimestamp === undefined);
+    const on = (prov: string) => live.filter((p) => p.spec.provider === prov).length;
+    expect(on('a')).toBeGreaterThanOrEqual(4);
+    expect(degraded.some((m) => /provider b refused Proxy web-[a-z0-9]+ permanently/.test(m))).toBe(
+      true,
+    );
+    // Every create b was asked for was refused: none of its Proxies ever ran.
+    expect(refusing.vms.size).toBe(0);
+    // Its latched Proxies are gone, and b is still named: the pool sends it nothing for a while.
+    expect(on('b')).toBe(0);
+    const now = pools
+      .getPool('default/web')
+      ?.status.conditions?.find((c) => c.type === 'SpreadDegraded');
+    expect(now).toMatchObject({ status: 'True', reason: 'ProviderFailing' });
+    expect(now?.message).toMatch(
+      /provider b refused Proxy web-[a-z0-9]+ permanently \(tried again after /,
+    );
+    // A scale-up goes to a alone.
+    pools.apply(
+      'default',
+      'web',
+      poolSpec({
+        replicas: 6,
+        spread: [{ provider: 'a' }, { provider: 'b' }],
+        remediation: { startupTimeout: '1s' },
+      }),
+    );
+    await waitFor(
+      () => (pools.getPool('default/web')?.status.availableReplicas ?? 0) === 6,
+      '6 available',
+    );
+    expect(members().every((p) => p.spec.provider === 'a')).toBe(true);
   });
 
   it('deleting the pool deletes its Proxies and their instances', async () => {

@@ -52,7 +52,13 @@ function credentialOf(data: Record<string, string>, prefix: string): Credential 
   const password = unb64(data[`${prefix}password`]);
   const salt = unb64(data[`${prefix}salt`]);
   if (username === undefined || password === undefined || salt === undefined) return undefined;
-  return { username, password, salt };
+  const rounds = Number(unb64(data[`${prefix}rounds`]));
+  return {
+    username,
+    password,
+    salt,
+    ...(Number.isInteger(rounds) && rounds >= 1000 ? { rounds } : {}),
+  };
 }
 
 function put(data: Record<string, string>, prefix: string, c: Credential | undefined): void {
@@ -60,6 +66,7 @@ function put(data: Record<string, string>, prefix: string, c: Credential | undef
   data[`${prefix}username`] = b64(c.username);
   data[`${prefix}password`] = b64(c.password);
   data[`${prefix}salt`] = b64(c.salt);
+  if (c.rounds !== undefined) data[`${prefix}rounds`] = b64(String(c.rounds));
 }
 
 /** Credentials in Secrets, through the operator's API client. */

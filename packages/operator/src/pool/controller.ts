@@ -113,6 +113,9 @@ function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>): Member
   };
 }
 
+/** How long a provider that latched a pool's Proxy takes none of its new ones: 5 minutes. */
+export const REFUSAL_MEMORY_MS = 5 * 60_000;
+
 /** Runs the pools: watches them and their Proxies, reconciles each on a change. */
 export class PoolController {
   /** The work queue of pool keys. */
@@ -127,6 +130,12 @@ export class PoolController {
    * of them changes, not once per endpoint per pass.
    */
   readonly #urls = new Map<string, { readonly from: string; readonly url: string }>();
+  /**
+   * Providers that latched a Proxy of a pool (`pool key \0 provider`), kept
+   * for {@link REFUSAL_MEMORY_MS} after the latched Proxy was replaced, so
+   * its replacement and the next ones are not sent back to them at once.
+   */
+  readonly #refused = new Map<string, { readonly message: string; readonly until: number }>();
   #unwatch: Array<() => void> = [];
 
   constructor(deps: PoolControllerDeps, opts: PoolControllerOptions = {}) {
@@ -200,7 +209,7 @@ export class PoolController {
     const draining = new Map<string, number>();
     for (const d of pool.status.draining ?? []) draining.set(d.name, Date.parse(d.until));
     const members = owned.map((p) => memberOf(p, draining));
-    const failing = this.#failingProviders(spec, owned);
+    const failing = this.#failingProviders(key, spec, owned, now);
     const backoff = pool.status.remediationBackoffUntil;
     const plan = planPool({
       spec,
@@ -279,7 +288,12 @@ export class PoolController {
   }
 
   /** Providers that cannot take a new Proxy: not configured, unhealthy, or latched for this pool. */
-  #failingProviders(spec: ResolvedPoolSpec, owned: readonly ProxyObject[]): Map<string, string> {
+  #failingProviders(
+    key: string,
+    spec: ResolvedPoolSpec,
+    owned: readonly ProxyObject[],
+    now: number,
+  ): Map<string, string> {
     const out = new Map<string, string>();
     const health = new Map(this.#deps.proxies.listHealth().map((h) => [h.name, h]));
     for (const { provider } of spec.spread) {
@@ -298,11 +312,21 @@ export class PoolController {
           p.spec.provider === provider &&
           p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
       );
+      const at = `${key}\0${provider}`;
       if (latched !== undefined) {
+        const message = `provider ${provider} refused Proxy ${latched.metadata.name} permanently`;
+        this.#refused.set(at, { message, until: now + REFUSAL_MEMORY_MS });
+        out.set(provider, message);
+        continue;
+      }
+      const kept = this.#refused.get(at);
+      if (kept !== undefined && kept.until > now) {
         out.set(
           provider,
-          `provider ${provider} refused Proxy ${latched.metadata.name} permanently`,
+          `${kept.message} (tried again after ${new Date(kept.until).toISOString()})`,
         );
+      } else if (kept !== undefined) {
+        this.#refused.delete(at);
       }
     }
     return out;
@@ -350,6 +374,7 @@ export class PoolController {
 
   /** A pool that is gone: its Proxies go too. */
   async #orphans(key: string, pool: PoolObject | undefined): Promise<void> {
+    for (const at of this.#refused.keys()) if (at.startsWith(`${key}\0`)) this.#refused.delete(at);
     for (const p of this.#deps.proxies.list()) {
       if (ownerKey(p) !== key || p.metadata.deletionTimestamp !== undefined) continue;
       const owner = p.metadata.ownerReferences?.find((r) => r.kind === 'ProxyPool');
