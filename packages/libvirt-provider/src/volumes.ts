@@ -37,15 +37,20 @@ export async function ensureOverlay(
   const signal = signalOf(ctx);
   const volName = overlayName(name);
   const fields = { host: plan.host.name, name, volume: volName };
-  for (let attempt = 0; attempt < 2; attempt++) {
+  // Three looks: an earlier attempt's creation or deletion can still be under way in the
+  // daemon, so the volume may come or go between two calls of this one.
+  for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await lookupVolume(seam, plan.pool, volName, signal);
     if (existing !== undefined) {
-      const xml = await seam.storageVolGetXmlDesc({ vol: existing }, signal);
+      const xml = await gone(seam.storageVolGetXmlDesc({ vol: existing }, signal));
+      if (xml === GONE) continue;
       if (typeof xml !== 'string') throw new TypeError('volume XML that is not a string');
       const found = readVolumeXml(xml);
       if (found.backingPath === image.path && found.capacity === bytes) {
+        const path = await gone(volumePath(seam, existing, signal));
+        if (path === GONE) continue;
         rt.log.debug(fields, `${rt.flavour.prefix} overlay reused`);
-        return { vol: existing, path: await volumePath(seam, existing, signal) };
+        return { vol: existing, path };
       }
       rt.log.debug(
         {
@@ -112,6 +117,19 @@ export async function writeSeed(
     return { vol, path: await volumePath(seam, vol, signal) };
   }
   throw ctx.transient(`seed ${volName} keeps changing under us`);
+}
+
+/** What {@link gone} gives for a volume that went away while it was looked at. */
+const GONE = Symbol('gone');
+
+/** `call`'s answer, or {@link GONE} when libvirtd says the volume is not there (any more). */
+async function gone<T>(call: Promise<T>): Promise<T | typeof GONE> {
+  try {
+    return await call;
+  } catch (err) {
+    if (hasCode(err, ErrorCode.ERR_NO_STORAGE_VOL)) return GONE;
+    throw err;
+  }
 }
 
 /** A volume's path; a TypeError when the answer is not a string. */

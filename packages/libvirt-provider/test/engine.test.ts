@@ -190,6 +190,37 @@ describe('operations', () => {
     }
   });
 
+  it('makes the overlay again when the one an earlier attempt left goes while it is looked at', async () => {
+    const { fx, provider } = await fixture();
+    const req = request();
+    const overlay = `${req.name}.qcow2`;
+    // An attempt cut off after its overlay, at its seed: the overlay stays behind.
+    const atSeed = fx.model.holdNext(
+      'storageVolCreateXml',
+      (a) => a.name === `${req.name}-seed.iso`,
+    );
+    const ac = new AbortController();
+    const first = provider.create(req, { signal: ac.signal });
+    first.catch(() => {});
+    await atSeed.reached;
+    ac.abort();
+    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
+    atSeed.release();
+    expect(fx.model.volumes().map((v) => v.name)).toContain(overlay);
+    // The retry finds it, and it is gone (that attempt's daemon-side work, say) when it reads it.
+    const reading = fx.model.holdNext(
+      'storageVolGetXmlDesc',
+      (a) => (a.vol as { name?: string } | undefined)?.name === overlay,
+    );
+    const retry = provider.create(req);
+    await reading.reached;
+    for (const pool of fx.model.host('kvm-a').pools.values()) pool.volumes.delete(overlay);
+    reading.release();
+    await retry;
+    expect(fx.model.volumes().filter((v) => v.name === overlay)).toHaveLength(1);
+    expect(fx.model.domains()).toHaveLength(1);
+  });
+
   it('waits out a start that a cancelled attempt left under way, instead of refusing a paused domain', async () => {
     const { fx, provider } = await fixture();
     fx.model.host('kvm-a').startMs = 300;

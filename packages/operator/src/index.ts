@@ -5,7 +5,7 @@
  *
  * @packageDocumentation
  */
-export type { Credential, CredentialRecord } from './auth/credential.js';
+export { type Credential, type CredentialRecord, GENERATED_ROUNDS } from './auth/credential.js';
 export { ROTATE_ANNOTATION } from './auth/step.js';
 export {
   type CredentialOwner,

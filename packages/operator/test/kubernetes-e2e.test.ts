@@ -307,7 +307,8 @@ spec:
       ]);
       expect(dataPlane.stdout).toBe('ProbePassed');
       // `proxy-op probe` reads the Proxy from the cluster and probes it now, step by step.
-      const probed = await runCli(['probe', 'loc', '--kubeconfig', saKubeconfig]);
+      // A minute for each command: on a loaded machine the CLI's start alone takes seconds.
+      const probed = await runCli(['probe', 'loc', '--kubeconfig', saKubeconfig], {}, 60_000);
       expect(probed.code, probed.stderr).toBe(0);
       expect(probed.stdout).toContain(`passed in `);
       expect(probed.stdout).toContain(`the target saw ${ip}`);
@@ -315,7 +316,7 @@ spec:
       // credential of the Proxy's Secret (the URL `proxy-op url` prints), and 407 without it.
       const without = await viaProxy(endpoint.stdout, `http://127.0.0.1:${originPort}/hello`);
       expect(without.status).toBe(407);
-      const url = await runCli(['url', 'loc', '--kubeconfig', saKubeconfig]);
+      const url = await runCli(['url', 'loc', '--kubeconfig', saKubeconfig], {}, 60_000);
       expect(url.code, url.stderr).toBe(0);
       const fromSecret = await kubectl([
         'get',

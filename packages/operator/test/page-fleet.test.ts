@@ -20,6 +20,7 @@ import {
 } from './page-support.js';
 
 const DOCS = fileURLToPath(new URL('../docs/', import.meta.url));
+const POOL = 3;
 const MARKUP = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>';
 
 describeWithPeers({ describe, it }, 'the status page of a fleet, in Chromium', ['chromium'], () => {
@@ -68,8 +69,19 @@ describeWithPeers({ describe, it }, 'the status page of a fleet, in Chromium', [
     rig.apply('scraping/batch-2', { provider: 'lab-us' });
     rig.apply('team-a/gpu', { provider: 'lab-eu', placement: { machineType: 'gpu-xl' } });
     rig.apply('team-b/tokyo', { provider: 'gcp-asia' });
+    // A pool of three over lab-eu and a provider that is not configured.
+    rig.applyPool('scraping/rotating', {
+      replicas: 3,
+      spread: [{ provider: 'lab-eu' }, { provider: 'gcp-asia' }],
+      rotation: { maxAge: '24h' },
+    });
     const phase = (k: string) => rig.store.get(k)?.status.phase;
     await until(() => READY.every(([k]) => phase(k) === 'Ready'), 60_000, 'the fleet Ready');
+    await until(
+      () => rig.pools.getPool('scraping/rotating')?.status.availableReplicas === 3,
+      60_000,
+      'the pool available',
+    );
     // A few probes each, for the sparklines; then two proxies stop answering.
     await until(
       () => READY.every(([k]) => (rig.operator.probes?.history(k).length ?? 0) >= 8),
@@ -116,7 +128,7 @@ describeWithPeers({ describe, it }, 'the status page of a fleet, in Chromium', [
       const scroll = await page.evaluate('document.documentElement.scrollWidth');
       expect(scroll, `page width at ${width} px`).toBeLessThanOrEqual(width);
       const rows = await page.locator('table.proxies tbody tr').count();
-      expect(rows).toBe(READY.length + 4);
+      expect(rows).toBe(READY.length + 4 + POOL);
       expect(errors).toEqual([]);
       // A failing Proxy's detail, too.
       await page.locator('tr[data-key="scraping/worker-2"] a').click();
@@ -148,18 +160,50 @@ describeWithPeers({ describe, it }, 'the status page of a fleet, in Chromium', [
     );
     expect(await row('default/web').locator('.probe').textContent()).toMatch(/^ok \d+ms/);
     expect(await row('default/web').locator('.spark').getAttribute('aria-label')).toMatch(
-      /^latency: \d+ probes, [\d.]+ ms to [\d.]+ ms(, \d+ failed)?$/,
+      /^latency: \d+ probes, [\d.]+ m?s to [\d.]+ m?s(, \d+ failed)?$/,
     );
     expect(await row('team-a/gpu').locator('.error').textContent()).toBe(
       'Permanent: placement.machineType "gpu-xl" is not in the fleet; use one of small, large',
     );
-    const cards = await text('.cards');
+    const cards = await text('section[aria-labelledby="h-providers"] .cards');
     expect(cards).toContain('lab-us');
     expect(cards).toContain('us-west-2a');
     expect(cards).toContain('Unreachable: connect ECONNREFUSED 10.2.0.1:8006');
     expect(cards).toMatch(/gcp-asia\s*✕ not configured/);
     await page.close();
   }, 30_000);
+
+  it("shows a pool's counts, its rotation and remediation, and the provider its spread lacks", async () => {
+    const { page, errors } = await open(1440);
+    const card = page.locator('article[data-pool="scraping/rotating"]');
+    await expect.poll(() => card.locator('.badge').textContent()).toBe('✓ 3 of 3 available');
+    expect(await card.locator('.pool-counts').textContent()).toBe(
+      'desired 3ready 3up to date 3available 3endpoints 3rotates every 24h',
+    );
+    expect(await card.locator('.card-head .muted').textContent()).toBe('lab-eu, gcp-asia');
+    const lines = await card.locator('.targets li').allTextContents();
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^✓ rollout NewTemplateAvailable: every Proxy runs template [0-9a-f]+$/,
+      ),
+      expect.stringMatching(/^✓ remediation WithinMaxUnhealthy: /),
+      // (lab-eu may be named too while a health check of it is under way)
+      expect.stringMatching(
+        /^✕ spread ProviderFailing: (.*; )?provider gcp-asia is not configured; the other providers carry the pool$/,
+      ),
+    ]);
+    // Scaled down to one, the card follows without a reload.
+    rig.applyPool('scraping/rotating', {
+      replicas: 1,
+      spread: [{ provider: 'lab-eu' }, { provider: 'gcp-asia' }],
+      rotation: { maxAge: '24h' },
+    });
+    await expect
+      .poll(() => card.locator('.badge').textContent(), { timeout: 20_000 })
+      .toBe('✓ 1 of 1 available');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
 
   it('a backend error with markup is shown as text, never run, and the answer carries the CSP', async () => {
     rig.apply('team-a/markup', { provider: 'lab-eu', placement: { machineType: MARKUP } });

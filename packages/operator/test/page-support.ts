@@ -33,6 +33,9 @@ import {
 import { EventLog } from '../src/page/events.js';
 import { type StatusPage, startStatusPage } from '../src/page/server.js';
 import type { PageRole } from '../src/page/wire.js';
+import { PoolController } from '../src/pool/controller.js';
+import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
+import { MemoryPoolStore } from '../src/pool/store.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
 
 /** Debian's Chromium, which `.ci/run` installs. */
@@ -297,8 +300,12 @@ export interface FleetRig {
   readonly page: StatusPage;
   readonly target: OwnProbeTarget;
   readonly fleets: ReadonlyMap<string, Fleet>;
+  /** The ProxyPools, which the page shows. */
+  readonly pools: MemoryPoolStore;
   /** Applies a Proxy (namespace `default` unless the name says `ns/name`). */
   apply(name: string, spec?: Record<string, unknown>): void;
+  /** Applies a ProxyPool (`ns/name` or `name`) with `spec` over a template on the first fleet. */
+  applyPool(name: string, spec: Record<string, unknown>): PoolSpec;
   close(): Promise<void>;
 }
 
@@ -328,7 +335,9 @@ export async function fleetRig(opts: {
   const target = await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' });
   const store = new MemoryStore();
   const events = new EventLog({ exists: (k) => store.get(k) !== undefined });
-  const seen = events.wrap(store);
+  const pools = new MemoryPoolStore(store);
+  const controller = new PoolController({ pools, proxies: store, providers });
+  const seen = events.wrap(controller.observe(store));
   const operator = new Operator(
     { store: seen, providers, probeTarget: target.target },
     {
@@ -348,16 +357,30 @@ export async function fleetRig(opts: {
   const page = await startStatusPage({
     listen: '127.0.0.1:0',
     role: () => opts.role ?? { store: 'memory', state: 'leading' },
-    source: { store: seen, providers, probes: operator.probes, events },
+    source: { store: seen, providers, probes: operator.probes, events, pools },
     pushMs: 200,
   });
   operator.start();
+  controller.start();
   return {
     store,
     operator,
     page,
     target,
     fleets,
+    pools,
+    applyPool(name, spec) {
+      const [namespace, n] = name.includes('/') ? name.split('/') : ['default', name];
+      const v = validatePoolSpec({
+        template: {
+          spec: { provider: [...fleets.keys()][0], allowedSources: ['127.0.0.0/8'] },
+        },
+        ...spec,
+      });
+      if (!v.ok) throw new Error(JSON.stringify(v.problems));
+      pools.apply(namespace as string, n as string, v.value);
+      return v.value;
+    },
     apply(name, spec = {}) {
       const [namespace, n] = name.includes('/') ? name.split('/') : ['default', name];
       const v = validateProxySpec({
@@ -370,6 +393,7 @@ export async function fleetRig(opts: {
     },
     async close() {
       await page.close();
+      await controller.stop();
       await operator.stop();
       await providers.close();
       await target.close();

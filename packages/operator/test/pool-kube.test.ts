@@ -200,6 +200,36 @@ describeWithPeers(vitest, 'ProxyPool on Kubernetes', ['kubectl', 'openssl'], () 
     expect(fewestReady).toBeGreaterThanOrEqual(4);
   }, 60_000);
 
+  it('kubectl annotate proxy-op.io/remediate replaces that Proxy, and the pool says so in an Event', async () => {
+    const before = await items();
+    const victim = before[0]?.metadata.name ?? '';
+    const annotated = await kubectl(['annotate', 'proxy', victim, 'proxy-op.io/remediate=now']);
+    expect(annotated.stdout).toBe(`proxy.proxy-op.io/${victim} annotated\n`);
+    await until(
+      async () => {
+        const ps = await items();
+        return (
+          ps.length === 4 &&
+          !ps.some((p) => p.metadata.name === victim) &&
+          (await pool()).status?.availableReplicas === 4
+        );
+      },
+      30_000,
+      'replaced',
+    );
+    const events = await kubectl([
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.kind=ProxyPool,involvedObject.name=web',
+    ]);
+    expect(events.stdout).toMatch(
+      new RegExp(
+        `Normal\\s+Remediating\\s+proxypool/web\\s+Proxy ${victim} carries proxy-op.io/remediate; it is replaced`,
+      ),
+    );
+  }, 60_000);
+
   it('kubectl delete proxypool takes its Proxies, their instances and its endpoint objects with it', async () => {
     const r = await kubectl(['delete', 'proxypool', 'web']);
     expect(r.stdout).toBe('proxypool.proxy-op.io "web" deleted\n');

@@ -107,6 +107,12 @@ export function describeStorageContract(
     expect((await failure(s.storageVolDelete({ vol }, SIGNAL))).code).toBe(
       ErrorCode.ERR_NO_STORAGE_VOL,
     );
+    // Read through a handle to a volume that is gone (a listing's, say): not found, by name.
+    const goneXml = await failure(s.storageVolGetXmlDesc({ vol }, SIGNAL));
+    expect([goneXml.code, goneXml.message]).toEqual([
+      ErrorCode.ERR_NO_STORAGE_VOL,
+      `Storage volume not found: no storage vol with matching name '${name}'`,
+    ]);
     expect((await failure(s.storageVolGetPath({ vol }, SIGNAL))).code).toBe(
       ErrorCode.ERR_NO_STORAGE_VOL,
     );

@@ -7,6 +7,7 @@ import type {
   PagePatch,
   PageRole,
   PageState,
+  PoolView,
   ProviderView,
   ProxyRow,
 } from '../../src/page/wire.js';
@@ -20,6 +21,7 @@ export interface LiveState {
   readonly problems: readonly string[];
   readonly providers: ReadonlyMap<string, ProviderView>;
   readonly proxies: ReadonlyMap<string, ProxyRow>;
+  readonly pools: ReadonlyMap<string, PoolView>;
   readonly connection: Connection;
   /** Bumped with every message. */
   readonly version: number;
@@ -30,6 +32,7 @@ export interface LiveState {
 const nameOf = {
   providers: (v: ProviderView) => v.name,
   proxies: (v: ProxyRow) => v.key,
+  pools: (v: PoolView) => v.key,
 } as const;
 
 /** The connection and the state; `subscribe` is told of every change. */
@@ -38,6 +41,7 @@ export class Live {
   #problems: readonly string[] = [];
   #providers = new Map<string, ProviderView>();
   #proxies = new Map<string, ProxyRow>();
+  #pools = new Map<string, PoolView>();
   #connection: Connection = 'connecting';
   #version = 0;
   #changed: ReadonlySet<string> = new Set();
@@ -58,6 +62,7 @@ export class Live {
       problems: this.#problems,
       providers: this.#providers,
       proxies: this.#proxies,
+      pools: this.#pools,
       connection: this.#connection,
       version: this.#version,
       changed: this.#changed,
@@ -103,6 +108,7 @@ export class Live {
     this.#problems = s.problems;
     this.#providers = new Map(s.providers.map((v) => [v.name, v]));
     this.#proxies = new Map(s.proxies.map((v) => [v.key, v]));
+    this.#pools = new Map((s.pools ?? []).map((v) => [v.key, v]));
     this.#connection = 'live';
     this.#changed = new Set(this.#proxies.keys());
     this.#emit();
@@ -113,10 +119,15 @@ export class Live {
     if (p.problems !== undefined) this.#problems = p.problems;
     const changed = new Set<string>();
     // Each collection anew, so a render compares maps by identity.
-    const next = { providers: new Map(this.#providers), proxies: new Map(this.#proxies) };
+    const next = {
+      providers: new Map(this.#providers),
+      proxies: new Map(this.#proxies),
+      pools: new Map(this.#pools),
+    };
+    type Row = ProviderView | ProxyRow | PoolView;
     for (const c of Object.keys(next) as CollectionName[]) {
-      const map = next[c] as Map<string, ProviderView | ProxyRow>;
-      const name = nameOf[c] as (v: ProviderView | ProxyRow) => string;
+      const map = next[c] as Map<string, Row>;
+      const name = nameOf[c] as (v: Row) => string;
       for (const v of p.upsert?.[c] ?? []) {
         map.set(name(v), v);
         if (c === 'proxies') changed.add(name(v));
@@ -128,6 +139,7 @@ export class Live {
     }
     this.#providers = next.providers;
     this.#proxies = next.proxies;
+    this.#pools = next.pools;
     this.#changed = changed;
     this.#emit();
   }

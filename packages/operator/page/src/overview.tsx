@@ -1,8 +1,8 @@
-// The overview: a section per kind of thing the operator runs, in order. Today the providers
-// (each one's health, with every target's reason, and its Proxies counted by phase); a pools
-// section joins the list once ProxyPool exists.
+// The overview: a section per kind of thing the operator runs, in order: the providers (each
+// one's health, with every target's reason, and its Proxies counted by phase), then the pools
+// (desired, ready, up to date and available, the rollout, rotation and remediation state).
 import type { FunctionComponent } from 'preact';
-import type { ProviderView, ProxyRow } from '../../src/page/wire.js';
+import type { PoolState, PoolView, ProviderView, ProxyRow } from '../../src/page/wire.js';
 import { PHASE_SYMBOL, phaseCounts, when } from './format.js';
 import type { LiveState } from './live.js';
 
@@ -84,8 +84,72 @@ function Providers({ state, now }: { state: LiveState; now: number }) {
   );
 }
 
-/** The sections, in the order shown; a pools section goes after the providers. */
-const SECTIONS: readonly Section[] = [{ id: 'providers', title: 'Providers', body: Providers }];
+/** A pool condition as a line: its words, marked bad when `bad` says so. */
+function PoolLine({ label, c, bad }: { label: string; c: PoolState | undefined; bad: boolean }) {
+  if (c === undefined) return null;
+  return (
+    <li class={bad ? 'target target-bad' : 'target'}>
+      <span class="target-name">
+        <span aria-hidden="true">{bad ? '✕ ' : '✓ '}</span>
+        {label}
+      </span>{' '}
+      <span>{`${c.reason}: ${c.message}`}</span>
+    </li>
+  );
+}
+
+function PoolCard({ p }: { p: PoolView }) {
+  const short = p.available < p.desired;
+  return (
+    <article class="card" aria-labelledby={`pool-${p.key}`} data-pool={p.key}>
+      <header class="card-head">
+        <h3 id={`pool-${p.key}`}>{p.key}</h3>
+        <span class="muted">{p.providers.join(', ')}</span>
+        {p.paused ? (
+          <span class="badge badge-unknown">paused</span>
+        ) : short ? (
+          <span class="badge badge-bad">{`✕ ${p.available} of ${p.desired} available`}</span>
+        ) : (
+          <span class="badge badge-ok">{`✓ ${p.available} of ${p.desired} available`}</span>
+        )}
+      </header>
+      <p class="counts pool-counts">
+        <span class="count">{`desired ${p.desired}`}</span>
+        <span class="count">{`ready ${p.ready}`}</span>
+        <span class="count">{`up to date ${p.updated}`}</span>
+        <span class="count">{`available ${p.available}`}</span>
+        <span class="count">{`endpoints ${p.endpoints}`}</span>
+        {p.draining === 0 ? null : <span class="count">{`draining ${p.draining}`}</span>}
+        {p.rotateEvery === undefined ? null : (
+          <span class="count">{`rotates every ${p.rotateEvery}`}</span>
+        )}
+      </p>
+      <ul class="targets">
+        <PoolLine label="rollout" c={p.progressing} bad={false} />
+        <PoolLine label="remediation" c={p.remediation} bad={p.remediation?.status === 'False'} />
+        <PoolLine label="spread" c={p.spreadDegraded} bad={true} />
+      </ul>
+    </article>
+  );
+}
+
+function Pools({ state }: { state: LiveState; now: number }) {
+  const pools = [...state.pools.values()].sort((a, b) => a.key.localeCompare(b.key));
+  if (pools.length === 0) return <p class="muted">No ProxyPools.</p>;
+  return (
+    <div class="cards pools">
+      {pools.map((p) => (
+        <PoolCard key={p.key} p={p} />
+      ))}
+    </div>
+  );
+}
+
+/** The sections, in the order shown. */
+const SECTIONS: readonly Section[] = [
+  { id: 'providers', title: 'Providers', body: Providers },
+  { id: 'pools', title: 'ProxyPools', body: Pools },
+];
 
 /** Every Proxy counted by phase, in one line. */
 function Summary({ state }: { state: LiveState }) {

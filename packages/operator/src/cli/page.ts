@@ -58,8 +58,9 @@ export function pageSource(
   providers: ProviderSet,
   operator: Operator,
   events: EventLog | undefined,
+  pools?: StatusPageSource['pools'],
 ): StatusPageSource {
-  return { store, providers, probes: operator.probes, events };
+  return { store, providers, probes: operator.probes, events, pools };
 }
 
 /** The Pod a leader election identity (`<pod>_<random>`, as `run` makes it) runs in. */

@@ -235,7 +235,7 @@ export async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
     },
     o.opts,
   );
-  page?.serve(pageSource(seen.store, providers, operator, seen.events));
+  page?.serve(pageSource(seen.store, providers, operator, seen.events, pools));
   const applied = await operator.applyProviders(await config(read.config));
   for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
   operator.start();

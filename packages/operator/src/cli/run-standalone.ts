@@ -109,7 +109,7 @@ export async function runStandalone(o: StandaloneRunOptions): Promise<number> {
     },
     opts,
   );
-  page?.serve(pageSource(seen.store, providers, operator, seen.events));
+  page?.serve(pageSource(seen.store, providers, operator, seen.events, store.pools));
   const applied = await operator.applyProviders(config);
   for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
   let ready = false;

@@ -14,7 +14,6 @@ import { messageOf } from '../message.js';
 import { API_VERSION } from '../schema.js';
 import type { EventType } from '../store.js';
 import type { KubeClient } from './client.js';
-import type { RawProxy } from './raw.js';
 
 /** What the recorder is built with. */
 export interface EventRecorderOptions {
@@ -25,12 +24,22 @@ export interface EventRecorderOptions {
   readonly now: () => Date;
 }
 
+/** What an Event is about: a Proxy or a ProxyPool, as the API server has it. */
+export interface EventSubject {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly resourceVersion: string;
+  };
+}
+
 /** A new Event's name: the object's name and a random suffix, as client-go names them. */
 function eventName(name: string): string {
   return `${name.slice(0, 200)}.${randomBytes(8).toString('hex')}`;
 }
 
-/** Records Events on Proxies through a bounded queue. */
+/** Records Events on Proxies and ProxyPools through a bounded queue. */
 export class EventRecorder {
   readonly #client: KubeClient;
   readonly #log: Logger;
@@ -46,10 +55,21 @@ export class EventRecorder {
     this.#now = opts.now;
   }
 
-  /** Queues an Event on the Proxy `o` (whose key is `key`); drops it when the queue is full. */
-  record(key: string, o: RawProxy, type: EventType, reason: string, message: string): void {
+  /**
+   * Queues an Event on `o`, a Proxy (or a ProxyPool, with `kind`) whose key
+   * is `key`; drops it when the queue is full.
+   */
+  record(
+    key: string,
+    o: EventSubject,
+    type: EventType,
+    reason: string,
+    message: string,
+    kind: 'Proxy' | 'ProxyPool' = 'Proxy',
+  ): void {
+    const about = kind === 'Proxy' ? { proxy: key } : { pool: key };
     if (this.#queue.length >= DEFAULTS.eventQueueSize) {
-      this.#log.warn({ proxy: key, reason }, 'too many Events waiting; this one is dropped');
+      this.#log.warn({ ...about, reason }, 'too many Events waiting; this one is dropped');
       return;
     }
     const time = `${this.#now().toISOString().slice(0, 19)}Z`;
@@ -57,7 +77,7 @@ export class EventRecorder {
     this.#queue.push(() =>
       this.#client
         .request<unknown>({
-          operation: `recording the ${reason} Event on Proxy ${key}`,
+          operation: `recording the ${reason} Event on ${kind} ${key}`,
           method: 'POST',
           path: `/api/v1/namespaces/${md.namespace}/events`,
           body: {
@@ -66,7 +86,7 @@ export class EventRecorder {
             metadata: { name: eventName(md.name), namespace: md.namespace },
             involvedObject: {
               apiVersion: API_VERSION,
-              kind: 'Proxy',
+              kind,
               name: md.name,
               namespace: md.namespace,
               uid: md.uid,
@@ -86,10 +106,7 @@ export class EventRecorder {
         .then(
           () => {},
           (err: unknown) => {
-            this.#log.warn(
-              { proxy: key, reason, err: messageOf(err) },
-              'recording an Event failed',
-            );
+            this.#log.warn({ ...about, reason, err: messageOf(err) }, 'recording an Event failed');
           },
         ),
     );

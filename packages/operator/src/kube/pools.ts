@@ -21,7 +21,7 @@ import {
   type PublishedEndpoints,
 } from '../pool/store.js';
 import { API_VERSION, formatProblems, GROUP, VERSION } from '../schema.js';
-import { proxyKey } from '../store.js';
+import { type EventType, proxyKey } from '../store.js';
 import { isStatus, type KubeClient } from './client.js';
 import { newer, proxiesPath, proxyPath, type RawProxy } from './raw.js';
 import { sleep } from './sleep.js';
@@ -291,6 +291,12 @@ export class KubePoolStore implements PoolStore {
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
     }
+  }
+
+  /** {@inheritDoc PoolStore.recordPoolEvent} */
+  recordPoolEvent(key: string, type: EventType, reason: string, message: string): void {
+    const o = this.#raw.get(key);
+    if (o !== undefined) this.#proxies.recordPoolEvent(key, o, type, reason, message);
   }
 
   /** {@inheritDoc PoolStore.publishEndpoints} */

@@ -15,7 +15,7 @@ import type { ProviderHealth, ProxyObject, ProxyStatus } from '../schema.js';
 import type { EventType, ProxyStore } from '../store.js';
 import { ProxyCache } from './cache.js';
 import type { KubeClient } from './client.js';
-import { EventRecorder } from './events.js';
+import { EventRecorder, type EventSubject } from './events.js';
 import { HealthStore } from './health.js';
 import type { RawProxy } from './raw.js';
 import { ProxyWriter } from './writes.js';
@@ -161,6 +161,18 @@ export class KubeStore implements ProxyStore {
     const o = this.#cache.raw(key);
     if (o === undefined || this.#closed) return;
     this.#events.record(key, o, type, reason, message);
+  }
+
+  /** Records an Event on the ProxyPool `o` (`kubectl describe proxypool` shows it), as {@link KubeStore.recordEvent}. */
+  recordPoolEvent(
+    key: string,
+    o: EventSubject,
+    type: EventType,
+    reason: string,
+    message: string,
+  ): void {
+    if (this.#closed) return;
+    this.#events.record(key, o, type, reason, message, 'ProxyPool');
   }
 
   /** {@inheritDoc ProxyStore.writeHealth} */

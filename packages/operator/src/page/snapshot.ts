@@ -9,6 +9,7 @@
  * @module
  */
 import { getCondition } from '../conditions.js';
+import type { PoolObject } from '../pool/schema.js';
 import type { ProbeScheduler } from '../probe/scheduler.js';
 import type { ProviderHealth, ProxyObject } from '../schema.js';
 import { type ProxyStore, proxyKey } from '../store.js';
@@ -19,6 +20,8 @@ import type {
   PageProbe,
   PageRole,
   PageState,
+  PoolState,
+  PoolView,
   ProviderView,
   ProxyDetail,
   ProxyRow,
@@ -38,6 +41,8 @@ export interface StatusPageSource {
   readonly probes?: PageProbes | undefined;
   /** The Events the operator recorded. */
   readonly events?: EventLog | undefined;
+  /** The ProxyPools (the pool store's cache); absent where there are none. */
+  readonly pools?: { listPools(): readonly PoolObject[] } | undefined;
 }
 
 /**
@@ -164,6 +169,45 @@ export function providerViews(source: StatusPageSource, proxies: readonly ProxyO
   return [...names].sort().map((name) => providerView(name, types.get(name), health.get(name)));
 }
 
+/** A pool's row of the overview: its counts and the state of its rollout and remediation. */
+export function poolView(pool: PoolObject): PoolView {
+  const { metadata: md, spec, status: st } = pool;
+  const cond = (type: string): PoolState | undefined => {
+    const c = st.conditions?.find((x) => x.type === type);
+    return c === undefined
+      ? undefined
+      : { status: c.status, reason: c.reason ?? '', message: c.message ?? '' };
+  };
+  const spread = cond('SpreadDegraded');
+  return {
+    key: proxyKey(md.namespace, md.name),
+    namespace: md.namespace,
+    name: md.name,
+    desired: spec.replicas ?? 1,
+    ready: st.readyReplicas ?? 0,
+    updated: st.updatedReplicas ?? 0,
+    available: st.availableReplicas ?? 0,
+    endpoints: st.endpoints?.length ?? 0,
+    draining: st.draining?.length ?? 0,
+    paused: spec.paused === true,
+    rotateEvery: spec.rotation?.maxAge,
+    providers:
+      spec.spread === undefined || spec.spread.length === 0
+        ? [spec.template.spec.provider]
+        : spec.spread.map((x) => x.provider),
+    progressing: cond('Progressing'),
+    remediation: cond('RemediationAllowed'),
+    spreadDegraded: spread?.status === 'True' ? spread : undefined,
+  };
+}
+
+/** The pools the page shows, by key. */
+export function poolViews(source: StatusPageSource | undefined): PoolView[] {
+  return (source?.pools?.listPools() ?? [])
+    .map(poolView)
+    .sort((a, b) => a.key.localeCompare(b.key));
+}
+
 /** The whole state, made afresh (`GET api/state`). */
 export function pageState(source: StatusPageSource | undefined, role: PageRole): PageState {
   const objects = source?.store.list() ?? [];
@@ -172,6 +216,7 @@ export function pageState(source: StatusPageSource | undefined, role: PageRole):
     problems: source?.store.problems?.() ?? [],
     providers: source === undefined ? [] : providerViews(source, objects),
     proxies: objects.map((p) => proxyRow(p, source?.probes)),
+    pools: poolViews(source),
   };
 }
 

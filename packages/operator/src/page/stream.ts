@@ -1,7 +1,7 @@
 /**
  * The status page's event stream (server-sent events). One hub serves every
  * viewer from the operator's memory: every push interval, while at least one
- * viewer is connected, it compares each Proxy and provider with what it
+ * viewer is connected, it compares each Proxy, provider and pool with what it
  * last sent (an unchanged object is not even serialised) and sends every
  * viewer the same patch, once; with no viewer it does nothing and holds
  * nothing. A new viewer gets the whole state first. A viewer that does not
@@ -16,7 +16,13 @@ import type { Logger } from '@proxy-op/contract';
 import { DEFAULTS } from '../defaults.js';
 import type { ProxyObject } from '../schema.js';
 import { proxyKey } from '../store.js';
-import { probeStamp, providerViews, proxyRow, type StatusPageSource } from './snapshot.js';
+import {
+  poolViews,
+  probeStamp,
+  providerViews,
+  proxyRow,
+  type StatusPageSource,
+} from './snapshot.js';
 import type { CollectionName, PageRole } from './wire.js';
 
 /** The hub's tunables, in milliseconds where a time. */
@@ -67,6 +73,7 @@ export class StatusStream {
   /** What the viewers have, as last sent; empty while no viewer is connected. */
   #proxies = new Map<string, Sent>();
   #providers = new Map<string, string>();
+  #pools = new Map<string, string>();
   #roleJson = '';
   #problemsJson = '[]';
   #messages = 0;
@@ -149,6 +156,7 @@ export class StatusStream {
     this.#heartbeat = undefined;
     this.#proxies = new Map();
     this.#providers = new Map();
+    this.#pools = new Map();
     this.#roleJson = '';
     this.#problemsJson = '[]';
   }
@@ -179,6 +187,7 @@ export class StatusStream {
   #snapshot(): string {
     this.#proxies = new Map();
     this.#providers = new Map();
+    this.#pools = new Map();
     this.#diff();
     return this.#snapshotOfSent();
   }
@@ -187,7 +196,8 @@ export class StatusStream {
   #snapshotOfSent(): string {
     const proxies = [...this.#proxies.values()].map((s) => s.json).join(',');
     const providers = [...this.#providers.values()].join(',');
-    return `{"role":${this.#roleJson},"problems":${this.#problemsJson},"providers":[${providers}],"proxies":[${proxies}]}`;
+    const pools = [...this.#pools.values()].join(',');
+    return `{"role":${this.#roleJson},"problems":${this.#problemsJson},"providers":[${providers}],"proxies":[${proxies}],"pools":[${pools}]}`;
   }
 
   /** One push: what changed since the last, to every viewer, as one patch. */
@@ -200,8 +210,8 @@ export class StatusStream {
   #diff(): string | undefined {
     const src = this.#source;
     const objects = src?.store.list() ?? [];
-    const upsert: Record<CollectionName, string[]> = { proxies: [], providers: [] };
-    const remove: Record<CollectionName, string[]> = { proxies: [], providers: [] };
+    const upsert: Record<CollectionName, string[]> = { proxies: [], providers: [], pools: [] };
+    const remove: Record<CollectionName, string[]> = { proxies: [], providers: [], pools: [] };
     const seen = new Set<string>();
     for (const p of objects) {
       const key = proxyKey(p.metadata.namespace, p.metadata.name);
@@ -220,20 +230,8 @@ export class StatusStream {
       }
     }
     const providers = src === undefined ? [] : providerViews(src, objects);
-    const names = new Set<string>();
-    for (const view of providers) {
-      names.add(view.name);
-      const json = JSON.stringify(view);
-      if (this.#providers.get(view.name) === json) continue;
-      this.#providers.set(view.name, json);
-      upsert.providers.push(json);
-    }
-    for (const name of this.#providers.keys()) {
-      if (!names.has(name)) {
-        this.#providers.delete(name);
-        remove.providers.push(name);
-      }
-    }
+    diffViews(this.#providers, providers, (v) => v.name, upsert.providers, remove.providers);
+    diffViews(this.#pools, poolViews(src), (v) => v.key, upsert.pools, remove.pools);
     const parts: string[] = [];
     const role = JSON.stringify(this.#role());
     if (role !== this.#roleJson) {
@@ -254,6 +252,35 @@ export class StatusStream {
       .map((c) => `"${c}":${JSON.stringify(remove[c])}`);
     if (rms.length > 0) parts.push(`"remove":{${rms.join(',')}}`);
     return parts.length === 0 ? undefined : `{${parts.join(',')}}`;
+  }
+}
+
+/**
+ * Brings `sent` (name to JSON as last sent) up to `views`, noting the JSON
+ * of each new or changed view in `upserts` and the name of each gone one
+ * in `removes`.
+ */
+function diffViews<V>(
+  sent: Map<string, string>,
+  views: readonly V[],
+  nameOf: (v: V) => string,
+  upserts: string[],
+  removes: string[],
+): void {
+  const names = new Set<string>();
+  for (const view of views) {
+    const name = nameOf(view);
+    names.add(name);
+    const json = JSON.stringify(view);
+    if (sent.get(name) === json) continue;
+    sent.set(name, json);
+    upserts.push(json);
+  }
+  for (const name of sent.keys()) {
+    if (!names.has(name)) {
+      sent.delete(name);
+      removes.push(name);
+    }
   }
 }
 

@@ -5,8 +5,8 @@
  * browser code (`page/`) imports them too, so both sides agree.
  *
  * Each list the page shows is a *collection* keyed by name: a patch carries
- * upserts and removals per collection, so a new one (pools, once they
- * exist) is one more name here and one more section on the page.
+ * upserts and removals per collection: providers, Proxies and pools, each
+ * a section of the page.
  *
  * @module
  */
@@ -120,12 +120,58 @@ export interface ProxyRow {
   readonly error?: { readonly class: string; readonly message: string } | undefined;
 }
 
-/** The collections of the page, each keyed by its rows' name (`key` for Proxies). */
+/** A condition of a pool, in short. */
+export interface PoolState {
+  /** `True`, `False` or `Unknown`. */
+  readonly status: string;
+  /** Why, in one word. */
+  readonly reason: string;
+  /** Why, in words. */
+  readonly message: string;
+}
+
+/** A ProxyPool: its counts, its rollout, rotation and remediation state. */
+export interface PoolView {
+  /** `namespace/name`. */
+  readonly key: string;
+  /** The pool's namespace. */
+  readonly namespace: string;
+  /** The pool's name. */
+  readonly name: string;
+  /** `spec.replicas`. */
+  readonly desired: number;
+  /** Proxies Ready and probe-verified. */
+  readonly ready: number;
+  /** Proxies of the current template. */
+  readonly updated: number;
+  /** Proxies Ready for `minReadySeconds`. */
+  readonly available: number;
+  /** Endpoints published. */
+  readonly endpoints: number;
+  /** Proxies out of the lists, draining before they go. */
+  readonly draining: number;
+  /** `spec.paused`. */
+  readonly paused: boolean;
+  /** `rotation.maxAge`, when the pool rotates. */
+  readonly rotateEvery?: string | undefined;
+  /** The providers of its spread (the template's alone without one). */
+  readonly providers: readonly string[];
+  /** The `Progressing` condition: the rollout. */
+  readonly progressing?: PoolState | undefined;
+  /** The `RemediationAllowed` condition. */
+  readonly remediation?: PoolState | undefined;
+  /** The `SpreadDegraded` condition, while true. */
+  readonly spreadDegraded?: PoolState | undefined;
+}
+
+/** The collections of the page, each keyed by its rows' name (`key` for Proxies and pools). */
 export interface PageCollections {
   /** The providers, by name. */
   readonly providers: readonly ProviderView[];
   /** The Proxies, by key. */
   readonly proxies: readonly ProxyRow[];
+  /** The ProxyPools, by key. */
+  readonly pools: readonly PoolView[];
 }
 
 /** The names of the collections. */

@@ -239,12 +239,9 @@ export class PoolController {
     for (const name of plan.delete)
       await pools.deleteProxy(proxyKey(pool.metadata.namespace, name));
     for (const name of plan.remediated) {
-      pools.recordPoolEvent?.(
-        key,
-        'Normal',
-        'Remediating',
-        `Proxy ${name} was unhealthy; it is replaced`,
-      );
+      const asked = members.find((m) => m.name === name)?.remediate === true;
+      const why = asked ? `carries ${REMEDIATE_ANNOTATION}` : 'was unhealthy';
+      pools.recordPoolEvent?.(key, 'Normal', 'Remediating', `Proxy ${name} ${why}; it is replaced`);
     }
     for (const c of plan.create) await this.#create(pool, spec, hash, c.index);
     if (plan.create.length > 0 || plan.delete.length > 0 || plan.drain.length > 0) {

@@ -225,11 +225,14 @@ export function describeVmEndToEnd(vitest: typeof Vitest, type: 'kvm2' | 'kvm'):
         expect(result.v1?.errors).toEqual([]);
         const spec = { port: PORT, allowedSources: [ALLOWED] };
         const realm = 'proxy-op default/web';
-        // The password file cloud-init wrote for Squid: the credential's SHA-512-crypt line alone.
+        // The password file cloud-init wrote for Squid: the credential's SHA-512-crypt line alone,
+        // of 1000 rounds (a generated password), which the guest's Squid then accepts.
         const cred = await credentialOf(dir);
         const passwd = (await stack.guestFile(boot.name, '/etc/squid/passwd'))?.toString() ?? '';
         expect(passwd).toMatch(
-          new RegExp(`^${cred.username}:\\$6\\$[./0-9A-Za-z]{16}\\$[./0-9A-Za-z]{86}\n$`),
+          new RegExp(
+            `^${cred.username}:\\$6\\$rounds=1000\\$[./0-9A-Za-z]{16}\\$[./0-9A-Za-z]{86}\n$`,
+          ),
         );
         expect(passwd).not.toContain(cred.password);
         const userData = (
