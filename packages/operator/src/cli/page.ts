@@ -5,12 +5,16 @@
  *
  * @module
  */
+import type { Meter } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
-import type { Operator } from '../operator.js';
+import type { ProbeTargetSpec } from '@proxy-op/probe';
+import type { CredentialStore } from '../auth/store.js';
+import { Operator, type OperatorOptions } from '../operator.js';
 import { EventLog } from '../page/events.js';
 import { type StatusPage, startStatusPage } from '../page/server.js';
-import type { StatusPageSource } from '../page/snapshot.js';
 import type { PageRole } from '../page/wire.js';
+import { PoolController } from '../pool/controller.js';
+import type { PoolStore } from '../pool/store.js';
 import type { ProviderSet } from '../providers/set.js';
 import type { ProxyStore } from '../store.js';
 
@@ -39,28 +43,59 @@ export function pagePort(page: StatusPage | undefined): number | undefined {
   return page === undefined ? undefined : Number(new URL(page.url).port);
 }
 
-/**
- * The store the operator is built over when a page is served: Events it
- * records are kept for the page too. Without a page, the store itself.
- */
-export function storeForPage(
-  store: ProxyStore,
-  page: StatusPage | undefined,
-): { store: ProxyStore; events: EventLog | undefined } {
-  if (page === undefined) return { store, events: undefined };
-  const events = new EventLog({ exists: (key) => store.get(key) !== undefined });
-  return { store: events.wrap(store), events };
+/** What {@link buildOperator} is given: the stores, the providers, and how the operator runs. */
+export interface OperatorParts {
+  readonly store: ProxyStore;
+  readonly pools: PoolStore;
+  readonly providers: ProviderSet;
+  readonly credentials: CredentialStore;
+  readonly logger: Logger;
+  readonly meter?: Meter | undefined;
+  readonly probeTarget?: ProbeTargetSpec | undefined;
+  readonly page: StatusPage | undefined;
+  readonly opts: OperatorOptions;
 }
 
-/** What the page shows of a running operator. */
-export function pageSource(
-  store: ProxyStore,
-  providers: ProviderSet,
-  operator: Operator,
-  events: EventLog | undefined,
-  pools?: StatusPageSource['pools'],
-): StatusPageSource {
-  return { store, providers, probes: operator.probes, events, pools };
+/**
+ * The pool controller and the operator over `store`, as both modes run
+ * them: the operator sees the store through the controller (a Proxy's
+ * change queues its pool) and, when a page is served, through an Event log
+ * the page reads; the page is then given its data.
+ */
+export function buildOperator(o: OperatorParts): { pools: PoolController; operator: Operator } {
+  const pools = new PoolController({
+    pools: o.pools,
+    proxies: o.store,
+    providers: o.providers,
+    credentials: o.credentials,
+    logger: o.logger,
+  });
+  let store = pools.observe(o.store);
+  let events: EventLog | undefined;
+  if (o.page !== undefined) {
+    const seen = store;
+    events = new EventLog({ exists: (key) => seen.get(key) !== undefined });
+    store = events.wrap(seen);
+  }
+  const operator = new Operator(
+    {
+      store,
+      providers: o.providers,
+      logger: o.logger,
+      meter: o.meter,
+      probeTarget: o.probeTarget,
+      credentials: o.credentials,
+    },
+    o.opts,
+  );
+  o.page?.serve({
+    store,
+    providers: o.providers,
+    probes: operator.probes,
+    events,
+    pools: o.pools,
+  });
+  return { pools, operator };
 }
 
 /** The Pod a leader election identity (`<pod>_<random>`, as `run` makes it) runs in. */

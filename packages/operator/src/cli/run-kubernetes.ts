@@ -17,10 +17,9 @@ import type { KubePoolStore } from '../kube/pools.js';
 import { SecretCredentialStore } from '../kube/secrets.js';
 import type { KubeStore } from '../kube/store.js';
 import { createLogger } from '../log.js';
-import { Operator, type OperatorOptions } from '../operator.js';
+import type { OperatorOptions } from '../operator.js';
 import { startTracing } from '../otel.js';
 import { withoutCredentials } from '../page/snapshot.js';
-import { PoolController } from '../pool/controller.js';
 import { type ProbeTargetOptions, startOwnTarget } from '../probe/target.js';
 import { defaultProvidersConfig } from '../providers/default.js';
 import type { ProvidersConfig } from '../providers/file.js';
@@ -28,7 +27,7 @@ import { ProviderRegistry } from '../providers/registry.js';
 import { ProviderSet } from '../providers/set.js';
 import { startStatusView } from '../view.js';
 import { UsageError } from './args.js';
-import { pagePort, pageSource, podOf, startPage, storeForPage } from './page.js';
+import { buildOperator, pagePort, podOf, startPage } from './page.js';
 import { loadProviders, logDefaultProvider, reloadProvidersOnChange } from './providers.js';
 
 /** What `run` on Kubernetes is given by the flags. */
@@ -216,26 +215,17 @@ export async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
   }
   const providers = new ProviderSet({ logger, meter: metrics?.meter });
   const credentials = new SecretCredentialStore(client);
-  const poolController = new PoolController({
+  const { pools: poolController, operator } = buildOperator({
+    store,
     pools,
-    proxies: store,
     providers,
     credentials,
     logger,
+    meter: metrics?.meter,
+    probeTarget: own?.target,
+    page,
+    opts: o.opts,
   });
-  const seen = storeForPage(poolController.observe(store), page);
-  const operator = new Operator(
-    {
-      store: seen.store,
-      providers,
-      logger,
-      meter: metrics?.meter,
-      probeTarget: own?.target,
-      credentials,
-    },
-    o.opts,
-  );
-  page?.serve(pageSource(seen.store, providers, operator, seen.events, pools));
   const applied = await operator.applyProviders(await config(read.config));
   for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
   operator.start();

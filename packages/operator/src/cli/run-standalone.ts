@@ -16,9 +16,8 @@ import type { Logger } from '@proxy-op/contract';
 import type { LevelWithSilent } from 'pino';
 import { FileCredentialStore } from '../auth/store.js';
 import { createLogger } from '../log.js';
-import { Operator, type OperatorOptions } from '../operator.js';
+import type { OperatorOptions } from '../operator.js';
 import { startTracing } from '../otel.js';
-import { PoolController } from '../pool/controller.js';
 import { type ProbeTargetOptions, startOwnTarget } from '../probe/target.js';
 import { credentialsDir, standaloneProviders } from '../providers/default.js';
 import { ProviderRegistry } from '../providers/registry.js';
@@ -26,7 +25,7 @@ import { ProviderSet } from '../providers/set.js';
 import { StandaloneStore } from '../standalone.js';
 import { defaultStateFile } from '../state-file.js';
 import { startStatusView } from '../view.js';
-import { pageSource, startPage, storeForPage } from './page.js';
+import { buildOperator, startPage } from './page.js';
 import { loadProviders, logDefaultProvider, reloadProvidersOnChange } from './providers.js';
 
 /** What a standalone run is given by the flags. */
@@ -90,26 +89,17 @@ export async function runStandalone(o: StandaloneRunOptions): Promise<number> {
     logger,
   );
   const credentials = new FileCredentialStore(credentialsDir(stateFile));
-  const pools = new PoolController({
+  const { pools, operator } = buildOperator({
+    store,
     pools: store.pools,
-    proxies: store,
     providers,
     credentials,
     logger,
-  });
-  const seen = storeForPage(pools.observe(store), page);
-  const operator = new Operator(
-    {
-      store: seen.store,
-      providers,
-      logger,
-      meter: metrics?.meter,
-      probeTarget: own?.target,
-      credentials,
-    },
+    meter: metrics?.meter,
+    probeTarget: own?.target,
+    page,
     opts,
-  );
-  page?.serve(pageSource(seen.store, providers, operator, seen.events, store.pools));
+  });
   const applied = await operator.applyProviders(config);
   for (const p of applied.problems) logger.error({ problem: p }, 'provider could not be built');
   let ready = false;
