@@ -106,7 +106,8 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
     for (;;) {
       const m = await authMatrix({ ...right, right: fresh, outside: '127.0.0.77' });
       if (m['GET, the right credential, --proxy-user'] === '200') break;
-      if (Date.now() - t0 > 5_000) throw new Error('the new credential was not taken in 5 s');
+      // A hang detector: the re-read comes a second apart, a loaded machine stretches it.
+      if (Date.now() - t0 > 30_000) throw new Error('the new credential was not taken in 30 s');
     }
     const tookMs = Date.now() - t0;
     using = fresh;
@@ -123,7 +124,7 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
     // Once the proxy has read the file again (at most a second apart) the old credential is
     // refused; what it verified before is dropped with its line, not kept for the TTL.
     let after = '';
-    while (Date.now() - t1 < 5_000) {
+    while (Date.now() - t1 < 30_000) {
       after = (await authMatrix({ ...right, right: old, outside: '127.0.0.77' }))[
         'GET, the right credential, --proxy-user'
       ] as string;
@@ -135,7 +136,7 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
     console.log(
       `local rotation: the new credential taken ${tookMs} ms after updateAuth, the old one refused ${endedMs} ms after its removal`,
     );
-  });
+  }, 120_000);
 
   it('refuses updateAuth for an instance started without credentials (Permanent) and a gone one (NotFound)', async () => {
     const id = await provider.create(request('proxy-open', false));
