@@ -142,6 +142,7 @@ process.stdin.on('end', () => {
     if (process.env.REMOVE === '1') {
       fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     }
+    process.exit(0);
   };
   finish();
 });

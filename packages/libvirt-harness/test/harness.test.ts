@@ -89,6 +89,28 @@ describeWithPeers(
         expect(alive(before)).toBe(false);
         expect(alive(d.pid)).toBe(true);
         expect((await d.virsh('qemu:///system', ['domstate', name])).trim()).toBe('running');
+        // The new daemon reconnects to the guest's monitor in a thread of its own, holding the
+        // domain's job meanwhile; a destroy during it kills QEMU first, the reconnect then fails
+        // and stops the domain, and the destroy reports it "not running". A monitor command takes
+        // that job, so its answer shows the reconnect done (on a loaded machine it can take long
+        // enough that libvirt's 30 s job wait runs out first: asked again until it answers).
+        const monitor = async (): Promise<string> => {
+          const end = Date.now() + 90_000;
+          for (;;) {
+            try {
+              return await d.virsh('qemu:///system', [
+                'qemu-monitor-command',
+                name,
+                '--hmp',
+                'info status',
+              ]);
+            } catch (err) {
+              if (Date.now() > end || !/cannot acquire state change lock/.test(String(err)))
+                throw err;
+            }
+          }
+        };
+        expect(await monitor()).toMatch(/VM status: running/);
         expect(alive(qemuPid)).toBe(true);
         await d.virsh('qemu:///system', ['destroy', name]);
         await d.virsh('qemu:///system', ['undefine', name]);

@@ -13,9 +13,11 @@ import {
 import type { Dialer } from './dialers.js';
 import { ErrorCode, LibvirtError, RpcError } from './errors.js';
 import {
+  AgentTimeout,
   type Domain,
   type DomainInterface,
   procedures as P,
+  qemuProcedures as Q,
   type StoragePool,
   type StoragePoolInfo,
   type StorageVol,
@@ -281,6 +283,30 @@ export class LibvirtClient {
     opts?: CallOptions,
   ): Promise<DomainInterface[]> {
     return (await this.rpc.call(P.domainInterfaceAddresses, { dom, source, flags }, opts)).ifaces;
+  }
+
+  /**
+   * `virDomainQemuAgentCommand`: sends one guest agent command (a JSON
+   * text such as `{"execute":"guest-ping"}`) to a running domain and
+   * resolves with the agent's answer as JSON text. `timeoutSec` is how long
+   * libvirt waits for the agent ({@link AgentTimeout} or seconds). A domain
+   * without a responding agent rejects with `ERR_AGENT_UNRESPONSIVE`, one
+   * that is not running with `ERR_OPERATION_INVALID`, and an agent error
+   * with `ERR_INTERNAL_ERROR` carrying the agent's own words.
+   */
+  async domainQemuAgentCommand(
+    dom: Domain,
+    cmd: string,
+    timeoutSec: number = AgentTimeout.DEFAULT,
+    flags = 0,
+    opts?: CallOptions,
+  ): Promise<string | undefined> {
+    const r = await this.rpc.call(
+      Q.domainAgentCommand,
+      { dom, cmd, timeout: timeoutSec, flags },
+      opts,
+    );
+    return r.result;
   }
 
   /** `STORAGE_POOL_LOOKUP_BY_NAME`; a missing pool rejects with `ERR_NO_STORAGE_POOL`. */

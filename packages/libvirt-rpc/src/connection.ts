@@ -18,6 +18,8 @@ import {
   MessageStatus,
   MessageType,
   type Procedure,
+  QEMU_PROGRAM,
+  QEMU_PROTOCOL_VERSION,
   REMOTE_PROGRAM,
   REMOTE_PROTOCOL_VERSION,
 } from './protocol.js';
@@ -234,7 +236,8 @@ export class RpcConnection {
       this.#keepalive.onPacket(proc);
       return;
     }
-    if (prog !== REMOTE_PROGRAM) return; // another program's events: not ours
+    // Replies of the QEMU program come by serial like the remote program's.
+    if (prog !== REMOTE_PROGRAM && prog !== QEMU_PROGRAM) return; // not ours
     if (type === MessageType.REPLY) {
       const e = this.#pending.get(serial);
       if (e === undefined) {
@@ -361,8 +364,8 @@ export class RpcConnection {
     try {
       appendCall(
         this.#out,
-        REMOTE_PROGRAM,
-        REMOTE_PROTOCOL_VERSION,
+        p.program ?? REMOTE_PROGRAM,
+        p.program === undefined ? REMOTE_PROTOCOL_VERSION : QEMU_PROTOCOL_VERSION,
         p.proc,
         MessageType.CALL,
         serial,

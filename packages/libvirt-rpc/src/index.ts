@@ -29,6 +29,8 @@ export {
   type RpcErrorCode,
 } from './errors.js';
 export {
+  type AgentCommandArgs,
+  AgentTimeout,
   type Domain,
   type DomainInterface,
   type DomainIpAddr,
@@ -44,6 +46,8 @@ export {
   type Procedure,
   poolCodec,
   procedures,
+  QEMU_PROGRAM,
+  qemuProcedures,
   REMOTE_PROGRAM,
   type RemoteError,
   remoteErrorCodec,

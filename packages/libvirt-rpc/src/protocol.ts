@@ -25,6 +25,10 @@ import {
 export const REMOTE_PROGRAM = 0x20008086;
 /** The remote program's version (`REMOTE_PROTOCOL_VERSION`). */
 export const REMOTE_PROTOCOL_VERSION = 1;
+/** The QEMU driver's program (`QEMU_PROGRAM`): the guest agent and monitor calls. */
+export const QEMU_PROGRAM = 0x20008087;
+/** The QEMU program's version (`QEMU_PROTOCOL_VERSION`). */
+export const QEMU_PROTOCOL_VERSION = 1;
 /** The keepalive program's number (`KEEPALIVE_PROGRAM`, "keep" in ASCII). */
 export const KEEPALIVE_PROGRAM = 0x6b656570;
 /** The keepalive program's version. */
@@ -298,6 +302,8 @@ export interface Procedure<A, R> {
   readonly args: Codec<A>;
   /** The reply's codec. */
   readonly ret: Codec<R>;
+  /** The program the procedure belongs to, when not the remote program. */
+  readonly program?: typeof QEMU_PROGRAM | undefined;
 }
 
 function proc<A, R>(name: keyof typeof Proc, args: Codec<A>, ret: Codec<R>): Procedure<A, R> {
@@ -365,6 +371,41 @@ export interface StorageVolInfo {
   /** Bytes allocated on the host. */
   allocation: number;
 }
+
+/**
+ * `VIR_DOMAIN_QEMU_AGENT_COMMAND_*` timeouts, in seconds or one of these:
+ * wait as long as libvirt's default (`DEFAULT`), not at all (`NOWAIT`), or
+ * for ever (`BLOCK`).
+ */
+export const AgentTimeout = { BLOCK: -2, DEFAULT: -1, NOWAIT: 0 } as const;
+
+/** The arguments of `QEMU_DOMAIN_AGENT_COMMAND`: the command as JSON text, the wait in seconds. */
+export interface AgentCommandArgs {
+  dom: Domain;
+  cmd: string;
+  timeout: number;
+  flags: number;
+}
+
+/** The procedures of the QEMU program this package calls, from `qemu_protocol.x`. */
+export const qemuProcedures: {
+  readonly domainAgentCommand: Procedure<AgentCommandArgs, { result: string | undefined }>;
+} = {
+  domainAgentCommand: {
+    name: 'QEMU_DOMAIN_AGENT_COMMAND',
+    proc: 3,
+    program: QEMU_PROGRAM,
+    args: fields<AgentCommandArgs>('qemu_domain_agent_command_args', {
+      dom,
+      cmd: nonnullString,
+      timeout: int,
+      flags,
+    }),
+    ret: fields<{ result: string | undefined }>('qemu_domain_agent_command_ret', {
+      result: remoteString,
+    }),
+  },
+};
 
 /** The procedures this package calls, with their layouts from `remote_protocol.x`. */
 export const procedures = {

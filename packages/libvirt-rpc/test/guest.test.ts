@@ -238,9 +238,57 @@ describeWithPeers(
         /uid="a1b2" phase="ready"/,
       );
 
+      // Guest agent commands: a file written through this client, read back through virsh.
+      const agent = async (execute: string, args?: Record<string, unknown>) => {
+        const cmd = JSON.stringify(args === undefined ? { execute } : { execute, arguments: args });
+        const out = await c.domainQemuAgentCommand(running, cmd, 30);
+        return (JSON.parse(out ?? 'null') as { return: unknown }).return;
+      };
+      expect(await agent('guest-ping')).toEqual({});
+      const payload = Buffer.from(
+        `user:$6$rounds=1000$salt$hash\nü ${randomBytes(8).toString('hex')}\n`,
+      );
+      const handle = (await agent('guest-file-open', {
+        path: '/run/agent-test',
+        mode: 'w',
+      })) as number;
+      expect(typeof handle).toBe('number');
+      const wrote = (await agent('guest-file-write', {
+        handle,
+        'buf-b64': payload.toString('base64'),
+      })) as { count: number };
+      expect(wrote.count).toBe(payload.byteLength);
+      await agent('guest-file-close', { handle });
+      const virshAgent = async (cmd: object) =>
+        (
+          JSON.parse(
+            await daemon.virsh('qemu:///system', ['qemu-agent-command', name, JSON.stringify(cmd)]),
+          ) as { return: unknown }
+        ).return;
+      const h2 = (await virshAgent({
+        execute: 'guest-file-open',
+        arguments: { path: '/run/agent-test', mode: 'r' },
+      })) as number;
+      const read = (await virshAgent({
+        execute: 'guest-file-read',
+        arguments: { handle: h2, count: 4096 },
+      })) as { 'buf-b64': string };
+      await virshAgent({ execute: 'guest-file-close', arguments: { handle: h2 } });
+      expect(Buffer.from(read['buf-b64'], 'base64').equals(payload)).toBe(true);
+      // A command the agent does not know: libvirt's error, with the agent's words in it.
+      const unknown = await c
+        .domainQemuAgentCommand(running, '{"execute":"guest-no-such-command"}', 30)
+        .catch((e: unknown) => e);
+      expect(isLibvirtError(unknown)).toBe(true);
+      expect((unknown as Error).message).toMatch(/guest-no-such-command/);
+
       // Stop, undefine and remove everything, each checked.
       await c.domainDestroyFlags(running, 0);
       expect((await daemon.virsh('qemu:///system', ['domstate', name])).trim()).toBe('shut off');
+      const stopped = await c
+        .domainQemuAgentCommand(running, '{"execute":"guest-ping"}', 5)
+        .catch((e: unknown) => e);
+      expect(isLibvirtError(stopped) && stopped.code).toBe(ErrorCode.ERR_OPERATION_INVALID);
       const gone = await c
         .domainInterfaceAddresses(running, InterfaceAddressSource.AGENT)
         .catch((e: unknown) => e);

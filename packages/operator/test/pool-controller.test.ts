@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryCredentialStore } from '../src/auth/store.js';
 import { Operator } from '../src/operator.js';
-import { PoolController } from '../src/pool/controller.js';
+import { PoolController, type PoolControllerOptions } from '../src/pool/controller.js';
 import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
 import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/pool/store.js';
 import type { ProxyObject } from '../src/schema.js';
@@ -49,7 +49,7 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
 
-async function setup(scripted?: ScriptedBackend) {
+async function setup(scripted?: ScriptedBackend, tunables: PoolControllerOptions = {}) {
   const { registry } = testRegistry(scripted === undefined ? {} : { scripted });
   const providers = await providerSet(
     `providers:\n  - name: a\n    type: memory\n  - name: b\n    type: ${scripted === undefined ? 'memory' : 'scripted'}\n`,
@@ -58,7 +58,10 @@ async function setup(scripted?: ScriptedBackend) {
   const store = new MemoryStore();
   const credentials = new MemoryCredentialStore();
   const pools = new MemoryPoolStore(store);
-  const controller = new PoolController({ pools, proxies: store, providers, credentials });
+  const controller = new PoolController(
+    { pools, proxies: store, providers, credentials },
+    tunables,
+  );
   const op = new Operator({ store: controller.observe(store), providers, credentials }, FAST);
   op.start();
   controller.start();
@@ -194,7 +197,10 @@ describe('ProxyPool over the reference provider', () => {
   it('one provider latched (it refuses every create permanently): the other carries the pool, and SpreadDegraded names it', async () => {
     const refusing = new ScriptedBackend();
     refusing.fail('create', 'Permanent', 1_000);
-    const { pools, members } = await setup(refusing);
+    // Remediation backs off 200 ms instead of 10 s: with the default, whether b's second latched
+    // Proxy is replaced in the same round as its first (10 s) or in the next one (another 20 s)
+    // depends on how soon the reconciler latched it, and the test is about the latch, not the wait.
+    const { pools, members } = await setup(refusing, { remediationBackoffBaseMs: 200 });
     const degraded: string[] = [];
     const sample = () => {
       const c = pools

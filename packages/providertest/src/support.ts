@@ -22,7 +22,10 @@ export interface ConformanceOptions {
   readonly checker: boolean;
   /** What "promptly" means for a cancelled call, in ms (default 1000). */
   readonly promptMs?: number | undefined;
-  /** Per-test timeout in ms (default 30000). */
+  /**
+   * Per-test timeout in ms (default 30000); a test that goes round a loop
+   * (Create cancelled at each of its backend calls) gets it per round.
+   */
   readonly timeoutMs?: number | undefined;
   /**
    * How long a `returns-early` provider may take, after Delete returned,
@@ -49,16 +52,28 @@ export interface TestContext {
   readonly goneWithinMs: number;
   /** A fresh valid request: a unique name and UID, the harness's base placement. */
   request(patch?: Partial<CreateRequest>): CreateRequest;
+  /**
+   * Runs one round of a looping test under its own hang detector
+   * ({@link ConformanceOptions.timeoutMs}); rejects naming the round when it
+   * does not finish in time.
+   */
+  round<T>(what: string, body: () => Promise<T>): Promise<T>;
 }
 
 let counter = 0;
 
-/** Registers one test that builds a fixture, runs `body`, and always cleans up. */
+/**
+ * Registers one test that builds a fixture, runs `body`, and always cleans
+ * up. A test of `rounds` rounds (each run through {@link TestContext.round})
+ * gets the per-test timeout once per round.
+ */
 export function test(
   opts: ConformanceOptions,
   name: string,
   body: (t: TestContext) => Promise<void>,
+  rounds = 1,
 ): void {
+  const perTest = opts.timeoutMs ?? 30_000;
   opts.vitest.it(
     name,
     async () => {
@@ -85,6 +100,16 @@ export function test(
             ...patch,
           };
         },
+        round: async (what, roundBody) => {
+          const out = await settleWithin(roundBody(), perTest);
+          if (out.state === 'pending') {
+            throw new Error(
+              `${what} did not finish within ${perTest} ms (the per-test timeout, timeoutMs, applies to each round)`,
+            );
+          }
+          if (out.state === 'rejected') throw out.error;
+          return out.value;
+        },
       };
       try {
         await body(ctx);
@@ -92,7 +117,7 @@ export function test(
         await fx.cleanup?.();
       }
     },
-    opts.timeoutMs ?? 30_000,
+    perTest * rounds,
   );
 }
 

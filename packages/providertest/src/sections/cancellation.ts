@@ -72,64 +72,71 @@ export function describeCancellationConformance(opts: ConformanceOptions): void 
         const baseline = await counts(t);
         let finished = false;
         for (let k = 0; k < MAX_CREATE_STEPS && !finished; k++) {
-          const req = t.request();
-          const before = await counts(t);
-          const r = await abortWhileBlocked(
-            t,
-            k,
-            'create',
-            (signal) => t.provider.create(req, { signal }),
-            true,
-          );
-          if (!r.reached) {
-            finished = true;
-            expect(r.state, `Create with nothing held after ${k} calls`).toBe('resolved');
-          } else {
-            expect(r.state, `Create cancelled at backend call ${k + 1} settled promptly`).toBe(
-              'rejected',
-            );
-            if (r.state === 'rejected') {
-              expect(classOf(r.error), `class of Create cancelled at backend call ${k + 1}`).toBe(
-                'Transient',
+          await t.round(
+            `round ${k + 1} (Create cancelled at backend call ${k + 1}, retried, deleted)`,
+            async () => {
+              const req = t.request();
+              const before = await counts(t);
+              const r = await abortWhileBlocked(
+                t,
+                k,
+                'create',
+                (signal) => t.provider.create(req, { signal }),
+                true,
               );
-            }
-          }
-          const retry = await t.provider.create(req).then(
-            (id) => ({ id, error: undefined }),
-            (error: unknown) => ({ id: '', error }),
+              if (!r.reached) {
+                finished = true;
+                expect(r.state, `Create with nothing held after ${k} calls`).toBe('resolved');
+              } else {
+                expect(r.state, `Create cancelled at backend call ${k + 1} settled promptly`).toBe(
+                  'rejected',
+                );
+                if (r.state === 'rejected') {
+                  expect(
+                    classOf(r.error),
+                    `class of Create cancelled at backend call ${k + 1}`,
+                  ).toBe('Transient');
+                }
+              }
+              const retry = await t.provider.create(req).then(
+                (id) => ({ id, error: undefined }),
+                (error: unknown) => ({ id: '', error }),
+              );
+              expect(
+                retry.error === undefined
+                  ? 'resolved'
+                  : `${classOf(retry.error)}: ${String(retry.error)}`,
+                `the retry after cancelling at call ${k + 1}`,
+              ).toBe('resolved');
+              const { id } = retry;
+              expect(await uidOf(t, id), `the UID after retrying at call ${k + 1}`).toBe(req.uid);
+              if (t.profile.readiness === 'immediate') {
+                expect(
+                  (await t.provider.get(id)).state,
+                  `the state after retrying at call ${k + 1} (immediate readiness)`,
+                ).toBe('Running');
+              }
+              const made = await counts(t);
+              expect(
+                made.instances,
+                `instances after cancelling at backend call ${k + 1} and retrying`,
+              ).toBe(before.instances + 1);
+              await t.provider.delete(id);
+              await expectGone(t, id);
+              const after = await counts(t);
+              expect(after.instances, `instances left after cancelling at call ${k + 1}`).toBe(
+                baseline.instances,
+              );
+              expect(
+                after.secondary,
+                `secondary resources left after cancelling at call ${k + 1}`,
+              ).toBe(baseline.secondary);
+            },
           );
-          expect(
-            retry.error === undefined
-              ? 'resolved'
-              : `${classOf(retry.error)}: ${String(retry.error)}`,
-            `the retry after cancelling at call ${k + 1}`,
-          ).toBe('resolved');
-          const { id } = retry;
-          expect(await uidOf(t, id), `the UID after retrying at call ${k + 1}`).toBe(req.uid);
-          if (t.profile.readiness === 'immediate') {
-            expect(
-              (await t.provider.get(id)).state,
-              `the state after retrying at call ${k + 1} (immediate readiness)`,
-            ).toBe('Running');
-          }
-          const made = await counts(t);
-          expect(
-            made.instances,
-            `instances after cancelling at backend call ${k + 1} and retrying`,
-          ).toBe(before.instances + 1);
-          await t.provider.delete(id);
-          await expectGone(t, id);
-          const after = await counts(t);
-          expect(after.instances, `instances left after cancelling at call ${k + 1}`).toBe(
-            baseline.instances,
-          );
-          expect(
-            after.secondary,
-            `secondary resources left after cancelling at call ${k + 1}`,
-          ).toBe(baseline.secondary);
         }
         expect(finished, `Create finishes within ${MAX_CREATE_STEPS} backend calls`).toBe(true);
       },
+      MAX_CREATE_STEPS,
     );
 
     test(opts, 'a cancelled signal returns promptly from delete mid-operation', async (t) => {
