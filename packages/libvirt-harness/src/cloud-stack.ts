@@ -19,7 +19,13 @@ import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
 import { type NetworkNamespace, startNetworkNamespace } from './netns.js';
 import { type NamespacedHttpServer, startNamespacedHttpServer } from './ns-http.js';
 import { startSentinel } from './process.js';
-import { agentAddresses, type DaemonOracles, STACK_PEERS, startDirPool } from './stack.js';
+import {
+  agentAddresses,
+  type DaemonOracles,
+  guestFile,
+  STACK_PEERS,
+  startDirPool,
+} from './stack.js';
 
 /** The executables the cloud stack needs, for `describeWithPeers`. */
 export const CLOUD_STACK_PEERS = [
@@ -228,37 +234,7 @@ export async function startCloudStack(opts: { cacheDir?: string } = {}): Promise
         ...extra,
       }),
       ...oracles,
-      guestFile: async (name, path) => {
-        const agent = async (execute: string, args: Record<string, unknown>) =>
-          (
-            JSON.parse(
-              await virsh([
-                'qemu-agent-command',
-                name,
-                JSON.stringify({ execute, arguments: args }),
-              ]),
-            ) as { return: unknown }
-          ).return;
-        try {
-          const handle = (await agent('guest-file-open', { path, mode: 'r' })) as number;
-          const chunks: Buffer[] = [];
-          try {
-            for (;;) {
-              const r = (await agent('guest-file-read', { handle, count: 1 << 20 })) as {
-                'buf-b64': string;
-                eof: boolean;
-              };
-              chunks.push(Buffer.from(r['buf-b64'], 'base64'));
-              if (r.eof) break;
-            }
-          } finally {
-            await agent('guest-file-close', { handle }).catch(() => {});
-          }
-          return Buffer.concat(chunks);
-        } catch {
-          return undefined;
-        }
-      },
+      guestFile: (name, path) => guestFile({ virsh }, name, path),
       request: (proxy, url, from = CLOUD_NETWORK.gateway) =>
         curl(['--noproxy', '', '-x', proxy, '--interface', from, url]),
       connect: async (proxy, target, from = CLOUD_NETWORK.gateway) => {

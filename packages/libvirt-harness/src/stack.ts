@@ -259,3 +259,91 @@ export async function agentAddresses(
     .map((cols) => cols[3] as string)
     .sort();
 }
+
+/** One guest agent command through `virsh qemu-agent-command`: its `return`. */
+async function agentCommand(
+  stack: Pick<DaemonOracles, 'virsh'>,
+  name: string,
+  execute: string,
+  args: Record<string, unknown>,
+): Promise<unknown> {
+  const out = await stack.virsh([
+    'qemu-agent-command',
+    name,
+    JSON.stringify({ execute, arguments: args }),
+  ]);
+  return (JSON.parse(out) as { return: unknown }).return;
+}
+
+/** A file of the guest, read through its agent with virsh; undefined when it cannot be read. */
+export async function guestFile(
+  stack: Pick<DaemonOracles, 'virsh'>,
+  name: string,
+  path: string,
+): Promise<Buffer | undefined> {
+  const agent = (execute: string, args: Record<string, unknown>) =>
+    agentCommand(stack, name, execute, args);
+  try {
+    const handle = (await agent('guest-file-open', { path, mode: 'r' })) as number;
+    const chunks: Buffer[] = [];
+    try {
+      for (;;) {
+        const r = (await agent('guest-file-read', { handle, count: 1 << 20 })) as {
+          'buf-b64': string;
+          eof: boolean;
+        };
+        chunks.push(Buffer.from(r['buf-b64'], 'base64'));
+        if (r.eof) break;
+      }
+    } finally {
+      await agent('guest-file-close', { handle }).catch(() => {});
+    }
+    return Buffer.concat(chunks);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a program run in the guest by {@link guestExec} ended with. */
+export interface GuestExecResult {
+  readonly exitCode: number | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `path` with `args` in the guest through its agent with virsh
+ * (`guest-exec`, then `guest-exec-status` until it exits, within `ms`).
+ */
+export async function guestExec(
+  stack: Pick<DaemonOracles, 'virsh'>,
+  name: string,
+  path: string,
+  args: readonly string[],
+  ms = 60_000,
+): Promise<GuestExecResult> {
+  const { pid } = (await agentCommand(stack, name, 'guest-exec', {
+    path,
+    arg: args,
+    'capture-output': true,
+  })) as { pid: number };
+  const end = Date.now() + ms;
+  for (;;) {
+    const st = (await agentCommand(stack, name, 'guest-exec-status', { pid })) as {
+      exited: boolean;
+      exitcode?: number;
+      'out-data'?: string;
+      'err-data'?: string;
+    };
+    if (st.exited) {
+      const text = (b64?: string) => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+      return {
+        exitCode: st.exitcode,
+        stdout: text(st['out-data']),
+        stderr: text(st['err-data']),
+      };
+    }
+    if (Date.now() > end) throw new Error(`${path} in guest ${name} still running after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

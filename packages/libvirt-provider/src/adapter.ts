@@ -28,6 +28,8 @@ export function clientSeam(c: LibvirtClient): LibvirtSeam {
       c.domainGetMetadata(a.dom, MetadataType.ELEMENT, a.uri, 0, { signal }),
     domainInterfaceAddresses: (a, signal) =>
       c.domainInterfaceAddresses(a.dom, a.source, 0, { signal }),
+    domainQemuAgentCommand: async (a, signal) =>
+      (await c.domainQemuAgentCommand(a.dom, a.command, a.timeoutSec, 0, { signal })) ?? '',
     storagePoolLookupByName: (a, signal) => c.storagePoolLookupByName(a.name, { signal }),
     storagePoolGetInfo: (a, signal) => c.storagePoolGetInfo(a.pool, { signal }),
     storagePoolRefresh: (a, signal) => c.storagePoolRefresh(a.pool, 0, { signal }),

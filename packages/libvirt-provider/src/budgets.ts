@@ -10,6 +10,12 @@ export interface Budgets {
   readonly dial: number;
   /** One libvirt call, reply included. */
   readonly call: number;
+  /**
+   * One domain start (`domainCreate`): libvirt launches QEMU and waits for
+   * its monitor, itself for up to 30 s, so a start takes longer than other
+   * calls on a loaded host.
+   */
+  readonly start: number;
   /** One image: the download streamed into its volume upload, from the request to the last byte. */
   readonly image: number;
   /** The wait for a started domain to report running (profile `createReturn: blocking`). */
@@ -22,6 +28,7 @@ export interface Budgets {
 export const DEFAULT_BUDGETS: Budgets = Object.freeze({
   dial: 20_000,
   call: 30_000,
+  start: 120_000,
   image: 30 * 60_000,
   running: 15_000,
   poll: 500,

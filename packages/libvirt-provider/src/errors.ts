@@ -70,3 +70,27 @@ export class MarkFormatError extends BackendError {
   /** Always `LIBVIRT_MARK_UNREADABLE`. */
   readonly code = 'LIBVIRT_MARK_UNREADABLE';
 }
+
+/**
+ * A program the guest agent ran that did not exit 0 (Transient unless the
+ * operation decides otherwise). `stderr` holds the first line it wrote
+ * there, which names paths and reasons, never the data it was given.
+ */
+export class GuestProgramError extends BackendError {
+  /** `@proxy-op/libvirt-provider.GuestProgramError`: the key of the class's brand. */
+  static override readonly brand: string = '@proxy-op/libvirt-provider.GuestProgramError';
+  /** Always `LIBVIRT_GUEST_PROGRAM_FAILED`. */
+  readonly code = 'LIBVIRT_GUEST_PROGRAM_FAILED';
+  constructor(
+    /** The program's path. */
+    readonly program: string,
+    /** Its exit code, or undefined when a signal ended it. */
+    readonly exitCode: number | undefined,
+    /** The first line of its stderr. */
+    readonly stderr: string,
+  ) {
+    super(
+      `${program} in the guest ${exitCode === undefined ? 'was killed' : `exited ${exitCode}`}${stderr === '' ? '' : `: ${stderr}`}`,
+    );
+  }
+}

@@ -10,6 +10,7 @@
 import type { Tracer } from '@opentelemetry/api';
 import { abortable, type Logger, type SecretSet, withChildSpan } from '@proxy-op/contract';
 import { LibvirtError } from '@proxy-op/libvirt-rpc';
+import type { Budgets } from './budgets.js';
 import { classifyLibvirt, isSshDialError } from './classify.js';
 import type { HostConfig, LibvirtConfig } from './config.js';
 import { loadSshMaterial } from './credentials.js';
@@ -35,7 +36,7 @@ export interface HostTableOptions {
   readonly secrets: SecretSet;
   readonly logger: Logger;
   readonly tracer: Tracer;
-  readonly budgets: { readonly dial: number; readonly call: number; readonly image: number };
+  readonly budgets: Pick<Budgets, 'dial' | 'call' | 'image' | 'start'>;
 }
 
 interface Entry {
@@ -145,6 +146,7 @@ export class HostTable {
           callMs: o.budgets.call,
           // Only an image upload's connection streams for long; a seed upload is one call.
           uploadMs: purpose === 'upload' ? o.budgets.image : o.budgets.call,
+          startMs: o.budgets.start,
         });
       } catch (err) {
         const e = this.#dialError(host, err, timeout.aborted && !signal.aborted);

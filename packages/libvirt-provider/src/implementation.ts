@@ -16,6 +16,7 @@ import {
 import { KeyedLock } from '@proxy-op/keyedlock';
 import { Agent, interceptors } from 'undici';
 import { sshTransport } from './adapter.js';
+import { updateInstanceAuth } from './auth.js';
 import { type Budgets, DEFAULT_BUDGETS } from './budgets.js';
 import { checker } from './check.js';
 import type { LibvirtConfig, LibvirtDeps } from './config.js';
@@ -82,7 +83,7 @@ export function createImplementation(
     ids: domainIds,
     // Create and Delete of one domain share its name's lock.
     lockKey: (id) => id.name,
-    operations: { createInstance, getInstance, deleteInstance, listInstances },
+    operations: { createInstance, getInstance, deleteInstance, listInstances, updateInstanceAuth },
     checker: checker(rt),
     // The pooled connections and the image downloads' connections.
     close: async () => {

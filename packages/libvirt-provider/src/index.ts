@@ -19,7 +19,13 @@ export {
   libvirtConfigSchema,
   type MachineTypeEntry,
 } from './config.js';
-export { DialError, type DialStage, ImageError, MarkFormatError } from './errors.js';
+export {
+  DialError,
+  type DialStage,
+  GuestProgramError,
+  ImageError,
+  MarkFormatError,
+} from './errors.js';
 export {
   type AddressSource,
   type ConfigCompat,

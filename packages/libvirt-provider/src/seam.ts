@@ -73,6 +73,16 @@ export interface LibvirtSeam {
     args: { dom: Domain; source: number },
     signal: AbortSignal,
   ): Promise<DomainInterface[]>;
+  /**
+   * One QEMU guest agent command (its JSON text) to a running domain,
+   * answered with the agent's JSON reply; the agent waits `timeoutSec`
+   * (libvirt's `AgentTimeout` values, or seconds). The command may carry
+   * data for the guest: it never goes into a span or line.
+   */
+  domainQemuAgentCommand(
+    args: { dom: Domain; command: string; timeoutSec: number },
+    signal: AbortSignal,
+  ): Promise<string>;
   /** The pool named `name`. */
   storagePoolLookupByName(args: { name: string }, signal: AbortSignal): Promise<StoragePool>;
   /** The pool's state, capacity, allocation and free space. */
@@ -131,6 +141,7 @@ export const SEAM_METHODS = [
   'domainGetState',
   'domainGetMetadata',
   'domainInterfaceAddresses',
+  'domainQemuAgentCommand',
   'storagePoolLookupByName',
   'storagePoolGetInfo',
   'storagePoolRefresh',
@@ -210,6 +221,8 @@ export interface DecorateOptions {
   readonly callMs: number;
   /** Budget of one volume upload, in ms. */
   readonly uploadMs: number;
+  /** Budget of one domain start, in ms. */
+  readonly startMs: number;
 }
 
 function handleName(v: unknown): string | undefined {
@@ -271,7 +284,13 @@ export function callErrorFields(err: unknown): Record<string, string | number> {
 export function decorateConnection(conn: LibvirtConnection, o: DecorateOptions): LibvirtConnection {
   const seam = observeSeam(conn.seam, {
     budget: (method) =>
-      !METHODS.has(method) ? undefined : method === 'storageVolUpload' ? o.uploadMs : o.callMs,
+      !METHODS.has(method)
+        ? undefined
+        : method === 'storageVolUpload'
+          ? o.uploadMs
+          : method === 'domainCreate'
+            ? o.startMs
+            : o.callMs,
     prefix: o.prefix,
     provider: o.provider,
     logger: o.logger,

@@ -381,9 +381,13 @@ export const AgentTimeout = { BLOCK: -2, DEFAULT: -1, NOWAIT: 0 } as const;
 
 /** The arguments of `QEMU_DOMAIN_AGENT_COMMAND`: the command as JSON text, the wait in seconds. */
 export interface AgentCommandArgs {
+  /** The running domain whose agent takes the command. */
   dom: Domain;
+  /** The command as the agent's JSON text (`{"execute": ..., "arguments": ...}`). */
   cmd: string;
+  /** How long libvirt waits for the agent, in seconds, or an {@link AgentTimeout} value. */
   timeout: number;
+  /** 0: libvirt defines none. */
   flags: number;
 }
 

@@ -18,7 +18,15 @@ import { proxyKey } from './store.js';
 /** What a read of a manifests folder found. */
 export interface ManifestRead {
   /** The valid Proxies by key, each with the file it came from; the first definition of a name wins. */
-  readonly proxies: ReadonlyMap<string, { readonly spec: ProxySpec; readonly source: string }>;
+  readonly proxies: ReadonlyMap<
+    string,
+    {
+      readonly spec: ProxySpec;
+      readonly source: string;
+      /** The manifest's `metadata.annotations` (`proxy-op.io/rotate-credentials` acts). */
+      readonly annotations?: Readonly<Record<string, string>> | undefined;
+    }
+  >;
   /** Keys named by manifests that fail validation: their Proxies are to be kept as they were. */
   readonly invalidKeys: ReadonlySet<string>;
   /** Files that could not be read or parsed, or hold a manifest naming no Proxy: every Proxy from them is to be kept. */
@@ -43,7 +51,15 @@ export async function readManifests(
   opts: ReadManifestsOptions = {},
 ): Promise<ManifestRead> {
   const problems: string[] = [];
-  const proxies = new Map<string, { spec: ProxySpec; source: string; where: string }>();
+  const proxies = new Map<
+    string,
+    {
+      spec: ProxySpec;
+      source: string;
+      where: string;
+      annotations?: Readonly<Record<string, string>> | undefined;
+    }
+  >();
   const invalidKeys = new Set<string>();
   const brokenFiles = new Set<string>();
   const pools = new Map<string, { spec: PoolSpec; source: string; where: string }>();
@@ -101,7 +117,10 @@ export async function readManifests(
         return;
       }
       if (v.value.kind === 'ProxyPool') pools.set(key, { spec: v.value.spec, source: file, where });
-      else proxies.set(key, { spec: v.value.spec, source: file, where });
+      else {
+        const { annotations } = v.value.metadata;
+        proxies.set(key, { spec: v.value.spec, source: file, where, annotations });
+      }
     });
   }
   return { proxies, invalidKeys, brokenFiles, problems, pools, invalidPoolKeys };

@@ -294,13 +294,21 @@ export class StandaloneStore implements ProxyStore {
       const e = this.#entries.get(key);
       if (e === undefined) {
         const entry = newEntry(m.spec, m.source, now);
+        if (m.annotations !== undefined) entry.annotations = m.annotations;
         this.#entries.set(key, entry);
         this.#touch(key, entry);
         created.push(key);
       } else if (e.deletionTimestamp === undefined) {
         if (canonicalJson(e.spec) !== canonicalJson(m.spec)) {
           e.spec = m.spec;
+          e.annotations = m.annotations;
           e.generation += 1;
+          e.source = m.source;
+          this.#touch(key, e);
+          updated.push(key);
+        } else if (canonicalJson(e.annotations ?? {}) !== canonicalJson(m.annotations ?? {})) {
+          // Metadata, not spec: no new generation (as on Kubernetes), but the Proxy is looked at.
+          e.annotations = m.annotations;
           e.source = m.source;
           this.#touch(key, e);
           updated.push(key);

@@ -43,6 +43,8 @@ export interface StateEntry {
   readonly status: ProxyStatus;
   /** Labels (a pool's Proxies carry the pool's and the template hash). */
   readonly labels?: Readonly<Record<string, string>> | undefined;
+  /** The manifest's annotations. */
+  readonly annotations?: Readonly<Record<string, string>> | undefined;
   /** The pool that owns it; its manifest is the pool's, not its own. */
   readonly ownerReferences?: readonly OwnerReference[] | undefined;
 }
@@ -104,6 +106,7 @@ export function entryToProxy(key: string, e: StateEntry): ProxyObject {
       deletionTimestamp: e.deletionTimestamp,
       finalizers: e.finalizers,
       labels: e.labels,
+      annotations: e.annotations,
       ownerReferences: e.ownerReferences,
     },
     spec: e.spec,

@@ -72,6 +72,40 @@ describe('StandaloneStore', () => {
     await s2.close();
   });
 
+  it('carries the manifest’s annotations; a change of them alone is an update without a new generation', async () => {
+    const { dir } = await folder();
+    (await StandaloneStore.open({ dir, watch: false })).close();
+    const annotated = (value: string) =>
+      manifest('a').replace(
+        'metadata:\n',
+        `metadata:\n  annotations:\n    proxy-op.io/rotate-credentials: "${value}"\n`,
+      );
+    await writeFile(join(dir, 'a.yaml'), annotated('1'));
+    const s = await StandaloneStore.open({ dir, watch: false });
+    expect(s.get('default/a')?.metadata).toMatchObject({
+      generation: 1,
+      annotations: { 'proxy-op.io/rotate-credentials': '1' },
+    });
+    await writeFile(join(dir, 'a.yaml'), annotated('2'));
+    expect((await s.rescan()).updated).toEqual(['default/a']);
+    expect(s.get('default/a')?.metadata).toMatchObject({
+      generation: 1,
+      annotations: { 'proxy-op.io/rotate-credentials': '2' },
+    });
+    expect((await s.rescan()).updated).toEqual([]);
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    expect((await s.rescan()).updated).toEqual(['default/a']);
+    expect(s.get('default/a')?.metadata.annotations).toBeUndefined();
+    await s.close();
+    // Kept across a restart, with the state file.
+    await writeFile(join(dir, 'a.yaml'), annotated('3'));
+    const again = await StandaloneStore.open({ dir, watch: false });
+    expect(again.get('default/a')?.metadata.annotations).toEqual({
+      'proxy-op.io/rotate-credentials': '3',
+    });
+    await again.close();
+  });
+
   it('marks a removed manifest deleted and forgets it only when the finalizer goes', async () => {
     const { dir } = await folder();
     (await StandaloneStore.open({ dir, watch: false })).close();

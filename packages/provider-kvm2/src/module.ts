@@ -39,6 +39,7 @@ export const profile: Profile = Object.freeze({
   timeouts: 'per-call',
   logging: 'tiered',
   childSpans: 'span-decorator',
+  credentialRotation: 'in-place',
   backendTest: 'local-peer',
 });
 

@@ -4,6 +4,7 @@ import type {
   Operation,
   Placement,
   Provider,
+  ProxyAuth,
   Reason,
 } from '@proxy-op/contract';
 import type { ConformanceDeps } from './telemetry.js';
@@ -226,6 +227,14 @@ export interface BackendHarness {
     id: string,
     credential: { readonly username: string; readonly password: string },
   ): Promise<boolean>;
+  /**
+   * §4.20 `in-place` providers that leave Create's `auth` to the caller's
+   * cloud-init (VM providers: the operator's default cloud-init writes the
+   * password file): puts `auth`'s password file where instance `id`'s proxy
+   * reads it, as that cloud-init would. The kit calls it after each Create
+   * with `auth`, before it asks `acceptsCredential`.
+   */
+  deliverAuth?(id: string, auth: ProxyAuth): Promise<void>;
   /** Longest time after `updateAuth` resolves until the proxy takes the new file (ms, default 30000). */
   readonly authSettleMs?: number | undefined;
   /** Lets a `returns-early` provider's backend finish pending deletions (optional; the suite also polls). */

@@ -10,6 +10,7 @@ import {
   type Provider,
   type ProviderModule,
 } from '@proxy-op/contract';
+import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
 import { type ImageServer, startImageServer } from '@proxy-op/libvirt-harness';
 import { DomainState } from '@proxy-op/libvirt-rpc';
 import type {
@@ -19,6 +20,7 @@ import type {
   PlantedMark,
 } from '@proxy-op/providertest';
 import { plantedMarkPairs } from '@proxy-op/providertest';
+import { SERVICE_PASSWORD_FILE } from '@proxy-op/squid-config';
 import { sshKeyPair } from '@proxy-op/testkit';
 import type { Budgets } from '../../src/budgets.js';
 import type { LibvirtFlavour } from '../../src/flavour.js';
@@ -37,6 +39,7 @@ export const CALL_BUDGET_MS = 3_000;
 export const FAST_BUDGETS: Partial<Budgets> = {
   dial: CALL_BUDGET_MS,
   call: CALL_BUDGET_MS,
+  start: CALL_BUDGET_MS,
   image: 10_000,
   running: 2_000,
   poll: 5,
@@ -311,6 +314,27 @@ export async function createModelFixture(
       }
       model.dropConnections();
     },
+    // The guest as the operator's default cloud-init leaves it: the agent up and the password
+    // file root-owned, of the proxy group (13 on Debian), 0640.
+    deliverAuth: async (id, auth) => {
+      const d = domainOf(id);
+      d.agentIp ??= '10.1.2.3';
+      d.guest.files.set(SERVICE_PASSWORD_FILE, {
+        data: Buffer.from(auth.passwordFile),
+        mode: 0o640,
+        uid: 0,
+        gid: 13,
+      });
+    },
+    // No Squid runs in the model: the answer is the one basic_ncsa_auth would give for the
+    // password file in the guest (Squid's credentialsttl is the vm-e2e suite's, on a real one).
+    acceptsCredential: async (id, credential) => {
+      const f = domainOf(id).guest.files.get(SERVICE_PASSWORD_FILE);
+      if (f === undefined) throw new Error(`harness: the guest of ${id} has no password file`);
+      const hash = parsePasswordFile(f.data.toString('utf8')).get(credential.username);
+      return hash !== undefined && verifyPassword(credential.password, hash);
+    },
+    authSettleMs: 1000,
     rotateCredential: () => {
       key = newPrivateKey();
       writeFileSync(keyFile, key, { mode: 0o600 });

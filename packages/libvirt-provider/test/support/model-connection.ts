@@ -302,6 +302,18 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     });
   }
 
+  domainQemuAgentCommand(
+    a: { dom: Domain; command: string; timeoutSec: number },
+    signal: AbortSignal,
+  ): Promise<string> {
+    return this.#call('domainQemuAgentCommand', { dom: a.dom }, signal, () => {
+      const d = this.#domain(a.dom);
+      if (d.state !== DomainState.RUNNING) throw Err.notRunning();
+      if (d.agentIp === undefined) throw Err.agentNotConnected();
+      return d.guest.run(a.command);
+    });
+  }
+
   storagePoolLookupByName(a: { name: string }, signal: AbortSignal): Promise<StoragePool> {
     return this.#call('storagePoolLookupByName', a, signal, () => {
       const p = this.host.pools.get(a.name);

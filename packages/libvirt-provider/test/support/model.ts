@@ -8,6 +8,7 @@ import { RpcError } from '@proxy-op/libvirt-rpc';
 import { knownHostsAccepts, SshDialError } from '@proxy-op/libvirt-rpc/ssh';
 import { createGate, type HarnessGate } from '@proxy-op/providertest';
 import type { DialTarget, LibvirtConnection, Transport } from '../../src/seam.js';
+import { ModelGuestAgent } from './model-agent.js';
 import { ModelConnection } from './model-connection.js';
 import { Err } from './model-errors.js';
 
@@ -46,6 +47,8 @@ export interface ModelDomain {
   persistent: boolean;
   /** What the guest agent reports: undefined when not connected. */
   agentIp: string | undefined;
+  /** The guest's agent and files (answering while `agentIp` is set). */
+  guest: ModelGuestAgent;
   /** The disk and seed files the domain uses (from its XML). */
   files: string[];
 }
@@ -346,6 +349,7 @@ export class LibvirtModel {
       reason: o.reason,
       persistent: true,
       agentIp: o.agentIp,
+      guest: new ModelGuestAgent(),
       files: [],
     };
     host.domains.set(o.name, d);

@@ -211,6 +211,16 @@ export function describeSeamContract(
           ErrorCode.ERR_OPERATION_INVALID,
           'Requested operation is not valid: domain is not running',
         ]);
+        const offAgent = await failure(
+          s.domainQemuAgentCommand(
+            { dom, command: '{"execute":"guest-ping"}', timeoutSec: -1 },
+            SIGNAL,
+          ),
+        );
+        expect([offAgent.code, offAgent.message]).toEqual([
+          ErrorCode.ERR_OPERATION_INVALID,
+          'Requested operation is not valid: domain is not running',
+        ]);
         for (const source of [
           InterfaceAddressSource.AGENT,
           InterfaceAddressSource.LEASE,
@@ -236,6 +246,15 @@ export function describeSeamContract(
           s.domainInterfaceAddresses({ dom, source: InterfaceAddressSource.AGENT }, SIGNAL),
         );
         expect([agent.code, agent.message]).toEqual([
+          ErrorCode.ERR_AGENT_UNRESPONSIVE,
+          'Guest agent is not responding: QEMU guest agent is not connected',
+        ]);
+        // A guest whose agent never started (updateAuth's case while it boots): the same refusal.
+        const ping = JSON.stringify({ execute: 'guest-ping', arguments: {} });
+        const command = await failure(
+          s.domainQemuAgentCommand({ dom, command: ping, timeoutSec: -1 }, SIGNAL),
+        );
+        expect([command.code, command.message]).toEqual([
           ErrorCode.ERR_AGENT_UNRESPONSIVE,
           'Guest agent is not responding: QEMU guest agent is not connected',
         ]);

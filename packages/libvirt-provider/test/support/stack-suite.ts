@@ -7,10 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isNotFound, type Provider } from '@proxy-op/contract';
+import { errorClassOf as classOf, isNotFound, type Provider } from '@proxy-op/contract';
 import {
   agentAddresses,
   dumpedSeedFile,
+  guestExec,
+  guestFile,
   type LibvirtStack,
   TEST_GUEST_BOOT_BUDGET_MS,
   TEST_GUEST_MARK,
@@ -160,6 +162,31 @@ export function describeStackLifecycle(
     );
     expect(await agentAddresses(stack, 'proxy-life')).toContain(`${inst.ip}/24`);
     expect(inst).toMatchObject({ id, uid: req.uid, installation: 'default' });
+
+    // updateAuth through the real guest agent. A guest without the password file (a proxy made
+    // without credentials) is refused, naming the file; with the file cloud-init would have
+    // written (root, the proxy group, 0640), it is replaced whole, owner, group and mode kept,
+    // nothing staged left behind, as virsh reads it back.
+    const passwd = (text: string) => ({ realm: 'stack', passwordFile: Buffer.from(text) });
+    const missing = await provider.updateAuth!(id, passwd('a:x\n')).catch((e: unknown) => e);
+    expect(classOf(missing)).toBe('Permanent');
+    expect(String(missing)).toContain('/etc/squid/passwd');
+    const planted = await guestExec(stack, 'proxy-life', '/bin/sh', [
+      '-c',
+      'mkdir -p /etc/squid && echo old:x > /etc/squid/passwd && chgrp 13 /etc/squid/passwd && chmod 0640 /etc/squid/passwd',
+    ]);
+    expect(planted).toMatchObject({ exitCode: 0 });
+    const lines = 'ct-new:$6$rounds=1000$salt$hash\nct-old:$6$rounds=1000$salt$hash2\n';
+    await provider.updateAuth!(id, passwd(lines));
+    expect((await guestFile(stack, 'proxy-life', '/etc/squid/passwd'))?.toString()).toBe(lines);
+    const mode = await guestExec(stack, 'proxy-life', '/bin/stat', [
+      '-c',
+      '%a %u %g',
+      '/etc/squid/passwd',
+    ]);
+    expect(mode.stdout.trim()).toBe('640 0 13');
+    expect(await guestFile(stack, 'proxy-life', '/etc/squid/passwd.new')).toBeUndefined();
+    expect(logs.text()).not.toContain('ct-new');
 
     // The guest's kernel mounted the seed and read user-data intact.
     const consoleText = await stack.consoleLog('proxy-life');

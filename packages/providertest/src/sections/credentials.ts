@@ -1,4 +1,4 @@
-import { credentialRotationOf, type ProxyAuth } from '@proxy-op/contract';
+import { type CreateRequest, credentialRotationOf, type ProxyAuth } from '@proxy-op/contract';
 import { hashPassword } from '@proxy-op/forward-proxy';
 import type { BackendHarness } from '../harness.js';
 import {
@@ -108,6 +108,16 @@ function updateAuthOf(t: TestContext) {
 
 const ms = (w: Watched) => `${Math.round(w.ms)} ms`;
 
+/** Creates an instance whose proxy requires `auth` (delivered by the harness where the caller's cloud-init would). */
+async function createWith(
+  t: TestContext,
+  req: CreateRequest & { auth: ProxyAuth },
+): Promise<string> {
+  const id = await t.provider.create(req);
+  await t.harness.deliverAuth?.(id, req.auth);
+  return id;
+}
+
 /**
  * Proxy credentials (§2.1) and their rotation in place (§4.20): what a
  * Create's password file lets in, `updateAuth` taking a new file with the
@@ -124,7 +134,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
 
     test(opts, 'a Create with a password file lets its user in and no one else', async (t) => {
       const { watch, now, settleMs } = hooks(t);
-      const id = await t.provider.create(t.request({ auth: passwordFile(OLD).auth }));
+      const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD).auth });
       const w = await watch(id, [{ credential: OLD, want: true }]);
       expect(w.reached, `the user of the file accepted within ${settleMs} ms of Create`).toBe(true);
       expect(await now(id, STRANGER), 'a user the file does not hold accepted').toBe(false);
@@ -141,8 +151,8 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const { watch, settleMs } = hooks(t);
         const update = updateAuthOf(t);
-        const req = t.request({ auth: passwordFile(OLD).auth });
-        const id = await t.provider.create(req);
+        const req = { ...t.request(), auth: passwordFile(OLD).auth };
+        const id = await createWith(t, req);
         const first = await watch(id, [{ credential: OLD, want: true }]);
         expect(first.reached, `the user of the file accepted within ${settleMs} ms of Create`).toBe(
           true,
@@ -176,7 +186,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const { watch, now, settleMs } = hooks(t);
         const update = updateAuthOf(t);
-        const id = await t.provider.create(t.request({ auth: passwordFile(OLD, NEW).auth }));
+        const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD, NEW).auth });
         const both = await watch(id, [
           { credential: OLD, want: true },
           { credential: NEW, want: true },
@@ -211,13 +221,13 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const update = updateAuthOf(t);
         const { auth } = passwordFile(OLD);
-        const id = await t.provider.create(t.request({ auth }));
+        const id = await createWith(t, { ...t.request(), auth });
         await t.provider.delete(id);
         await expectGone(t, id);
         expect(await outcome(update(id, auth)), 'updateAuth of a deleted instance').toBe(
           'NotFound',
         );
-        const other = await t.provider.create(t.request({ auth }));
+        const other = await createWith(t, { ...t.request(), auth });
         await t.harness.replaceInstance(other, undefined);
         expect(
           await outcome(update(other, auth)),
@@ -251,7 +261,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
           before,
         );
       }
-      const id = await t.provider.create(t.request({ auth: passwordFile(OLD).auth }));
+      const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD).auth });
       for (const [what, auth, field] of [
         ['an empty password file', empty, 'passwordFile'],
         ['a realm with a quote', quoted, 'realm'],
@@ -272,8 +282,8 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       const first = passwordFile(OLD);
       const second = passwordFile(OLD, NEW);
       const errors: unknown[] = [];
-      const req = t.request({ auth: first.auth });
-      const id = await t.provider.create(req);
+      const req = { ...t.request(), auth: first.auth };
+      const id = await createWith(t, req);
       await t.provider.create(req);
       await update(id, second.auth);
       const foreign = t.request({ auth: second.auth });

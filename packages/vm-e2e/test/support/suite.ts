@@ -30,17 +30,26 @@ const ALLOWED = `${CLOUD_NETWORK.gateway}/32`;
 const OUTSIDER = CLOUD_NETWORK.outsider;
 const FINISHED = /Cloud-init v\. \S+ finished at/;
 
-function manifest(allowedSources: readonly string[]): string {
+/** The overlap of a rotation: longer than a probe round, short enough for a test. */
+const OVERLAP = '20s';
+/** Squid's credentialsttl in the rendered configuration, in ms: how long it may go on accepting a removed credential. */
+const SQUID_CREDENTIALS_TTL_MS = 60_000;
+
+function manifest(allowedSources: readonly string[], rotate?: string): string {
   return [
     'apiVersion: proxy-op.io/v1alpha1',
     'kind: Proxy',
     'metadata:',
     `  name: ${NAME}`,
+    ...(rotate === undefined
+      ? []
+      : ['  annotations:', `    proxy-op.io/rotate-credentials: "${rotate}"`]),
     'spec:',
     '  provider: vm',
     '  placement: { zone: kvm1, machineType: small, image: debian }',
     `  port: ${PORT}`,
     `  allowedSources: [${allowedSources.join(', ')}]`,
+    `  auth: { type: basic, overlap: ${OVERLAP} }`,
     '',
   ].join('\n');
 }
@@ -304,6 +313,80 @@ export function describeVmEndToEnd(vitest: typeof Vitest, type: 'kvm2' | 'kvm'):
         }
         expect((await stack.connect(proxy, '169.254.169.254:443')).status).toBe(403);
       });
+
+      // One provider is enough for the guest side (both run the same engine): the rotation takes
+      // the overlap and Squid's credential TTL, about a minute and a half.
+      if (type === 'kvm2') {
+        it('the rotate annotation rotates the credential in place, through the guest agent: a client that follows the kept credential never fails, the old one gets 407 after the overlap', async () => {
+          const now = current as NonNullable<typeof current>;
+          const old = await credentialOf(dir);
+          const started = Date.now();
+          const failures: string[] = [];
+          let served = 0;
+          let stop = false;
+          const loop = (async () => {
+            while (!stop) {
+              const c = await credentialOf(dir);
+              const a = await stack.request(withCredential(c, now.ip), stack.origin.url('/loop'));
+              if (a.status === 200) served++;
+              else failures.push(`${a.status} for ${c.username} at ${Date.now() - started} ms`);
+              await new Promise((r) => setTimeout(r, 100));
+            }
+          })();
+          const until = async (what: string, cond: () => Promise<boolean>, ms: number) => {
+            const end = Date.now() + ms;
+            while (!(await cond())) {
+              if (Date.now() > end) throw new Error(`${type}: ${what} not within ${ms} ms`);
+              await new Promise((r) => setTimeout(r, 500));
+            }
+            return Date.now() - started;
+          };
+          const through = async (c: { username: string; password: string }) =>
+            (await stack.request(withCredential(c, now.ip), stack.origin.url('/rotation'))).status;
+          try {
+            await writeFile(join(dir, `${NAME}.yaml`), manifest([ALLOWED], '1'));
+            const handedOut = await until(
+              'the new credential handed out',
+              async () => (await credentialOf(dir)).username !== old.username,
+              120_000,
+            );
+            const fresh = await credentialOf(dir);
+            // Inside the overlap: both let in, the guest's file holds both lines.
+            expect(await through(fresh)).toBe(200);
+            expect(await through(old)).toBe(200);
+            const both = (await stack.guestFile(now.name, '/etc/squid/passwd'))?.toString() ?? '';
+            expect(
+              both
+                .split('\n')
+                .filter(Boolean)
+                .map((l) => l.split(':')[0]),
+            ).toEqual(expect.arrayContaining([old.username, fresh.username]));
+            const ended = await until(
+              'the old credential refused',
+              async () => (await through(old)) === 407,
+              60_000 + SQUID_CREDENTIALS_TTL_MS + 60_000,
+            );
+            stop = true;
+            await loop;
+            timings.push(
+              `${type} rotation: new credential handed out ${(handedOut / 1000).toFixed(1)} s after the annotation, the old one refused at ${(ended / 1000).toFixed(1)} s (overlap ${OVERLAP}, Squid credentialsttl ${SQUID_CREDENTIALS_TTL_MS / 1000} s); ${served} requests through it meanwhile`,
+            );
+            expect(failures).toEqual([]);
+            expect(served).toBeGreaterThan(20);
+            expect(await through(fresh)).toBe(200);
+            const after = (await stack.guestFile(now.name, '/etc/squid/passwd'))?.toString() ?? '';
+            expect(after).toMatch(new RegExp(`^${fresh.username}:\\$6\\$rounds=1000\\$`));
+            expect(after.trim().split('\n')).toHaveLength(1);
+            // In place: the same domain, nothing replaced.
+            expect(await stack.domains()).toEqual([now.name]);
+            expect((await stack.virsh(['domuuid', now.name])).trim()).toBe(now.uuid);
+            expect((await op.status(NAME))?.specHash).toBe(now.specHash);
+          } finally {
+            stop = true;
+            await loop;
+          }
+        });
+      }
 
       it('a spec change replaces the VM, and the new one serves the new spec', async () => {
         const old = current as NonNullable<typeof current>;
