@@ -111,6 +111,8 @@ export function readStream(
   return new Promise((resolve, reject) => {
     const req = request(url, (res) => {
       let raw = '';
+      // What has come since the last complete message: each message is parsed once.
+      let tail = '';
       const messages: StreamMessage[] = [];
       const finish = () => {
         clearTimeout(timer);
@@ -121,14 +123,16 @@ export function readStream(
       res.setEncoding('utf8');
       res.on('data', (d: string) => {
         raw += d;
-        messages.length = 0;
-        for (const block of raw.split('\n\n').slice(0, -1)) {
+        const blocks = (tail + d).split('\n\n');
+        tail = blocks.pop() ?? '';
+        for (const block of blocks) {
           const event = /^event: (.*)$/m.exec(block)?.[1];
           const data = /^data: (.*)$/m.exec(block)?.[1];
           if (event !== undefined && data !== undefined) messages.push({ event, data });
         }
         if (done(messages)) finish();
       });
+      res.on('end', () => finish());
       res.on('error', () => finish());
     });
     req.on('error', reject);

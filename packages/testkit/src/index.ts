@@ -1,4 +1,9 @@
 export {
+  GuestAgentFailure,
+  GuestAgentModel,
+  type GuestFile,
+} from './guest-agent.js';
+export {
   type JsonLine,
   type JsonLinesProcess,
   type SpawnJsonLinesOptions,

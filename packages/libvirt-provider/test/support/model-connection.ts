@@ -310,7 +310,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       const d = this.#domain(a.dom);
       if (d.state !== DomainState.RUNNING) throw Err.notRunning();
       if (d.agentIp === undefined) throw Err.agentNotConnected();
-      return d.guest.run(a.command);
+      return d.guest.answer(a.command);
     });
   }
 
