@@ -92,6 +92,25 @@ export const readAnswer: { readonly [M in Method]: (data: unknown) => Answer<M> 
       'agentNetworkInterfaces',
       record('agentNetworkInterfaces', data).result,
     ) as AgentInterface[],
+  agentExec: (data) => {
+    const pid = record('agentExec', data).pid;
+    if (typeof pid !== 'number') throw new TypeError('agentExec: pid is not a number');
+    return { pid };
+  },
+  // qemu-server answers the agent's booleans as 1 and 0, and stderr decoded.
+  agentExecStatus: (data) => {
+    const r = record('agentExecStatus', data);
+    if (typeof r.exited !== 'number' && typeof r.exited !== 'boolean') {
+      throw new TypeError('agentExecStatus: exited is missing');
+    }
+    return {
+      exited: r.exited === 1 || r.exited === true,
+      exitcode: typeof r.exitcode === 'number' ? r.exitcode : undefined,
+      'err-data': typeof r['err-data'] === 'string' ? r['err-data'] : undefined,
+    };
+  },
+  // file-write answers `null`.
+  agentFileWrite: () => undefined,
   uploadIso: upid('uploadIso'),
   deleteVolume: upid('deleteVolume'),
 };

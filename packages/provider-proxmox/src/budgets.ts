@@ -22,6 +22,8 @@ export interface Budgets {
   readonly seedDelete: number;
   /** The wait for `running` after the start task. */
   readonly running: number;
+  /** A program run in the guest by updateAuth (`cp`, `mv`), until it exits. */
+  readonly guestExec: number;
   /** The interval between task and status polls. */
   readonly poll: number;
 }
@@ -36,5 +38,6 @@ export const DEFAULT_BUDGETS: Budgets = Object.freeze({
   destroy: 5 * 60_000,
   seedDelete: 60_000,
   running: 60_000,
+  guestExec: 60_000,
   poll: 1_000,
 });

@@ -10,6 +10,7 @@ import { Agent, type Dispatcher, FormData, fetch } from 'undici';
 import { readAnswer } from './answers.js';
 import { ApiError, CaFileError } from './errors.js';
 import type {
+  AgentExecStatus,
   AgentInterface,
   CloneParams,
   ProxmoxApi,
@@ -57,6 +58,8 @@ export interface HttpApiOptions {
 }
 
 type Query = Record<string, string>;
+/** A form's fields; a list is sent as the field repeated (pve-http-server reads it as an array). */
+type Form = Record<string, string | readonly string[]>;
 
 /**
  * The seam over HTTPS. One undici `Agent` (HTTP/1.1 only, 4 keep-alive
@@ -136,7 +139,7 @@ export class HttpProxmoxApi implements ProxmoxApi {
   async #call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
-    opts: { query?: Query; form?: Query; multipart?: FormData; signal?: AbortSignal | undefined },
+    opts: { query?: Query; form?: Form; multipart?: FormData; signal?: AbortSignal | undefined },
   ): Promise<unknown> {
     const url = new URL(path.replace(/^\//, ''), this.#base);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
@@ -152,7 +155,11 @@ export class HttpProxmoxApi implements ProxmoxApi {
     let body: string | FormData | undefined;
     if (opts.form !== undefined) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(opts.form).toString();
+      const fields = new URLSearchParams();
+      for (const [k, v] of Object.entries(opts.form)) {
+        for (const one of typeof v === 'string' ? [v] : v) fields.append(k, one);
+      }
+      body = fields.toString();
     } else if (opts.multipart !== undefined) body = opts.multipart;
     let res: Awaited<ReturnType<typeof fetch>>;
     try {
@@ -266,6 +273,33 @@ export class HttpProxmoxApi implements ProxmoxApi {
   async agentNetworkInterfaces(req: VmRef, signal?: AbortSignal): Promise<AgentInterface[]> {
     const path = `${vmPath(req)}/agent/network-get-interfaces`;
     return readAnswer.agentNetworkInterfaces(await this.#call('GET', path, { signal }));
+  }
+
+  async agentExec(
+    req: VmRef & { command: readonly string[] },
+    signal?: AbortSignal,
+  ): Promise<{ pid: number }> {
+    const form = { command: req.command };
+    const path = `${vmPath(req)}/agent/exec`;
+    return readAnswer.agentExec(await this.#call('POST', path, { form, signal }));
+  }
+
+  async agentExecStatus(
+    req: VmRef & { pid: number },
+    signal?: AbortSignal,
+  ): Promise<AgentExecStatus> {
+    const query = { pid: String(req.pid) };
+    const path = `${vmPath(req)}/agent/exec-status`;
+    return readAnswer.agentExecStatus(await this.#call('GET', path, { query, signal }));
+  }
+
+  async agentFileWrite(
+    req: VmRef & { file: string; content: string; encode: boolean },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const form = { file: req.file, content: req.content, encode: req.encode ? '1' : '0' };
+    const path = `${vmPath(req)}/agent/file-write`;
+    return readAnswer.agentFileWrite(await this.#call('POST', path, { form, signal }));
   }
 
   async uploadIso(

@@ -5,7 +5,7 @@
  * @module
  */
 import { isIPv4 } from 'node:net';
-import type { Instance, OperationContext, State } from '@proxy-op/contract';
+import type { Instance, Mark, OperationContext, State } from '@proxy-op/contract';
 import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, isDoesNotExist } from './classify.js';
 import { ApiError } from './errors.js';
 import { formatId, type ProxmoxId } from './id.js';
@@ -13,12 +13,25 @@ import { parseDescription } from './mark.js';
 import { agentEnabled, isTaskLock, type Runtime, seedVolid } from './runtime.js';
 import type { VmConfig, VmStatus } from './seam.js';
 
-/** Reads the VM at the ID; NotFound when it is gone, another VM, or carries no mark. */
-export async function getInstance(
+/** A VM of the provider's as the listing and its config show it now. */
+export interface MarkedVm {
+  readonly node: string;
+  /** The listing's lock (pvestatd's view), if any. */
+  readonly listedLock: string | undefined;
+  readonly config: VmConfig;
+  readonly mark: Mark;
+}
+
+/**
+ * Finds the VM at the ID and reads its config: NotFound when it is gone,
+ * another VM, or carries no mark; Transient while a task holds its lock.
+ * What every operation on an existing VM starts with.
+ */
+export async function markedVm(
   rt: Runtime,
   id: ProxmoxId,
   ctx: OperationContext,
-): Promise<Instance> {
+): Promise<MarkedVm> {
   const { vmid, name } = id;
   const entry = (await rt.api.clusterResources(ctx.signal)).find((e) => e.vmid === vmid);
   if (entry === undefined || entry.type !== 'qemu') {
@@ -49,16 +62,28 @@ export async function getInstance(
     rt.log.debug(fields, 'proxmox vm carries no mark');
     throw ctx.notFound(`VM ${vmid} (${name}) carries no proxy-op mark`);
   }
+  return { node: entry.node, listedLock: entry.lock, config, mark };
+}
+
+/** Reads the VM at the ID; NotFound when it is gone, another VM, or carries no mark. */
+export async function getInstance(
+  rt: Runtime,
+  id: ProxmoxId,
+  ctx: OperationContext,
+): Promise<Instance> {
+  const { vmid, name } = id;
+  const { node, listedLock, config, mark } = await markedVm(rt, id, ctx);
+  const fields = { vmid, name, node };
   const base = {
     id: formatId(id),
     uid: mark.uid,
     createdAt: mark.createdAt,
     installation: mark.installation,
   };
-  if (entry.lock === 'suspended' || config.lock === 'suspended') {
+  if (listedLock === 'suspended' || config.lock === 'suspended') {
     return { ...base, state: 'Stopped' };
   }
-  const st = await rt.api.vmStatus({ node: entry.node, vmid }, ctx.signal);
+  const st = await rt.api.vmStatus({ node, vmid }, ctx.signal);
   const state = mapStatus(st.status, st.qmpstatus);
   const noAgent = state === 'agent' ? withoutAgent(config, st) : undefined;
   if (noAgent !== undefined) {
@@ -75,7 +100,7 @@ export async function getInstance(
     return { ...base, state: 'Provisioning' };
   }
   if (state !== 'agent') return { ...base, state };
-  const agent = await agentAddress(rt, ctx, entry.node, vmid);
+  const agent = await agentAddress(rt, ctx, node, vmid);
   rt.log.trace({ ...fields, ip: agent.ip ?? '' }, 'proxmox agent answered');
   return agent.ip === undefined
     ? { ...base, state: agent.state }

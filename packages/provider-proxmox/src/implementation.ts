@@ -15,6 +15,7 @@ import {
   type ShellDeps,
   systemClock,
 } from '@proxy-op/contract';
+import { updateInstanceAuth } from './auth.js';
 import { DEFAULT_BUDGETS } from './budgets.js';
 import { checker } from './check.js';
 import { HttpProxmoxApi } from './client.js';
@@ -79,7 +80,7 @@ export function createImplementation(
     ids,
     // Create and Delete of one VM share its name's lock.
     lockKey: (id) => id.name,
-    operations: { createInstance, getInstance, deleteInstance, listInstances },
+    operations: { createInstance, getInstance, deleteInstance, listInstances, updateInstanceAuth },
     checker: checker(rt, deps.secrets),
     // Closes the client's idle connections.
     close: async () => {

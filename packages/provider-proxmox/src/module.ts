@@ -9,7 +9,7 @@ import { configSchema, type ProxmoxConfig, type ProxmoxDeps } from './config.js'
 import type { ProxmoxId } from './id.js';
 import { createImplementation } from './implementation.js';
 
-/** The provider's choices on the contract's nineteen axes (§4). */
+/** The provider's choices on the contract's axes (§4). */
 export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'blocking',
@@ -30,6 +30,7 @@ export const profile: Profile = Object.freeze({
   logging: 'tiered',
   childSpans: 'transport-wrapper',
   backendTest: 'integration-env',
+  credentialRotation: 'in-place',
 });
 
 /**

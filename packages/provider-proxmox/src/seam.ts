@@ -70,6 +70,13 @@ export interface AgentInterface {
     | undefined;
 }
 
+/** `agent/exec-status`: whether the program has exited, and how (stderr as text). */
+export interface AgentExecStatus {
+  readonly exited: boolean;
+  readonly exitcode?: number | undefined;
+  readonly 'err-data'?: string | undefined;
+}
+
 /** A VM's config, every value as a string. */
 export type VmConfig = Readonly<Record<string, string>>;
 
@@ -140,6 +147,22 @@ export interface ProxmoxApi {
   taskStatus(req: TaskRef, signal?: AbortSignal): Promise<TaskStatus>;
   /** `GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces`. */
   agentNetworkInterfaces(req: VmRef, signal?: AbortSignal): Promise<AgentInterface[]>;
+  /** `POST /nodes/{node}/qemu/{vmid}/agent/exec`: starts `command` (program and arguments) in the guest. */
+  agentExec(
+    req: VmRef & { command: readonly string[] },
+    signal?: AbortSignal,
+  ): Promise<{ pid: number }>;
+  /** `GET /nodes/{node}/qemu/{vmid}/agent/exec-status?pid=`. */
+  agentExecStatus(req: VmRef & { pid: number }, signal?: AbortSignal): Promise<AgentExecStatus>;
+  /**
+   * `POST /nodes/{node}/qemu/{vmid}/agent/file-write`: `content` (at most
+   * 60 KiB; base64 when `encode` is false, which Proxmox then passes on as
+   * it is) into `file`, truncating it (owner and mode kept).
+   */
+  agentFileWrite(
+    req: VmRef & { file: string; content: string; encode: boolean },
+    signal?: AbortSignal,
+  ): Promise<void>;
   /** `POST /nodes/{node}/storage/{storage}/upload` (multipart, `content=iso`); overwrites; returns the UPID. */
   uploadIso(
     req: { node: string; storage: string; filename: string; data: Uint8Array },
@@ -168,6 +191,9 @@ export const API_METHODS = [
   'destroy',
   'taskStatus',
   'agentNetworkInterfaces',
+  'agentExec',
+  'agentExecStatus',
+  'agentFileWrite',
   'uploadIso',
   'deleteVolume',
 ] as const satisfies readonly (keyof ProxmoxApi)[];
@@ -183,6 +209,7 @@ const SAFE_FIELDS = [
   'filename',
   'volid',
   'disk',
+  'pid',
 ];
 
 const METHODS: ReadonlySet<string> = new Set(API_METHODS);

@@ -9,6 +9,7 @@ import { abortable } from '@proxy-op/providertest';
 import { readAnswer } from '../../src/answers.js';
 import { apiErrorFrom } from '../../src/client.js';
 import type {
+  AgentExecStatus,
   AgentInterface,
   CloneParams,
   ProxmoxApi,
@@ -24,7 +25,7 @@ import { type MalformedKind, PveError, type PveModel } from './pve-model.js';
 
 type Method = keyof ProxmoxApi;
 type Answer<M extends Method> = Awaited<ReturnType<ProxmoxApi[M]>>;
-type Params = Record<string, string>;
+type Params = Record<string, string | readonly string[]>;
 
 const seg = encodeURIComponent;
 const vmPath = (r: VmRef) => `/nodes/${seg(r.node)}/qemu/${String(r.vmid)}`;
@@ -54,7 +55,7 @@ export class FakeApi implements ProxmoxApi {
   ): Promise<Answer<M>> {
     signal?.throwIfAborted();
     const token = this.token;
-    const query = new URLSearchParams(opts.query ?? {}).toString();
+    const query = new URLSearchParams(opts.query as Record<string, string> | undefined).toString();
     const line = `${method} /api2/json${path}${query === '' ? '' : `?${query}`}`;
     const work = (async (): Promise<Answer<M>> => {
       const ticket = await this.model.enter(call, line);
@@ -175,6 +176,27 @@ export class FakeApi implements ProxmoxApi {
       `${vmPath(req)}/agent/network-get-interfaces`,
       signal,
     );
+  }
+  agentExec(
+    req: VmRef & { command: readonly string[] },
+    signal?: AbortSignal,
+  ): Promise<{ pid: number }> {
+    return this.#run('agentExec', 'POST', `${vmPath(req)}/agent/exec`, signal, {
+      body: { command: req.command },
+    });
+  }
+  agentExecStatus(req: VmRef & { pid: number }, signal?: AbortSignal): Promise<AgentExecStatus> {
+    return this.#run('agentExecStatus', 'GET', `${vmPath(req)}/agent/exec-status`, signal, {
+      query: { pid: String(req.pid) },
+    });
+  }
+  async agentFileWrite(
+    req: VmRef & { file: string; content: string; encode: boolean },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    await this.#run('agentFileWrite', 'POST', `${vmPath(req)}/agent/file-write`, signal, {
+      body: { file: req.file, content: req.content, encode: req.encode ? '1' : '0' },
+    });
   }
   uploadIso(
     req: { node: string; storage: string; filename: string; data: Uint8Array },

@@ -123,7 +123,7 @@ const MAX_POST = 512 * 1024;
 const KNOWN_METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE']);
 
 interface Body {
-  params: Record<string, string>;
+  params: Record<string, string | string[]>;
   file?: { name: string; data: Uint8Array };
 }
 
@@ -162,15 +162,15 @@ function decodeUrlencoded(data: string): Record<string, string | string[]> {
   return out;
 }
 
-/** Parameters as strings; a value the schema cannot take (an array, an object) is refused as pvedaemon would. */
-function flatten(p: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
+/** Parameters as strings or lists of strings; an object is refused as pvedaemon would (a list, by the schema). */
+function flatten(p: Record<string, unknown>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
   const errors: Record<string, string> = {};
   for (const [k, v] of Object.entries(p)) {
     if (typeof v === 'string') out[k] = v;
     else if (typeof v === 'number') out[k] = String(v);
     else if (typeof v === 'boolean') out[k] = v ? '1' : '0';
-    else if (Array.isArray(v)) errors[k] = "type check ('string') failed - got ARRAY";
+    else if (Array.isArray(v)) out[k] = v.map(String);
     else if (v !== null) errors[k] = "type check ('string') failed - got HASH";
   }
   if (Object.keys(errors).length > 0) {
@@ -184,13 +184,13 @@ function flatten(p: Record<string, unknown>): Record<string, string> {
  * then the file under the field name `filename`, whose data runs to the
  * closing boundary. Anything else fails the upload with a 500 text answer.
  */
-function parseUpload(buf: Buffer, boundary: string, query: Record<string, string>): Body {
+function parseUpload(buf: Buffer, boundary: string, query: Record<string, string | string[]>): Body {
   const perl = (msg: string, line: number) =>
     `${msg} at /usr/share/perl5/PVE/APIServer/AnyEvent.pm line ${line}.\n`;
   let s = buf.toString('latin1');
   const esc = boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const delim = `--${esc}\\r?\\n`;
-  const params: Record<string, string> = { ...query };
+  const params: Record<string, string | string[]> = { ...query };
   const first = new RegExp(`^[\\s\\S]*?(${delim})`).exec(s);
   if (first === null)
     throw new Refusal(500, perl('upload failed', 1370).trimEnd(), perl('upload failed', 1370));

@@ -8,7 +8,8 @@ import { normaliseNet, PveError, type PveModel, paramError } from './pve-model.j
 
 /** A parameter of an API method, as far as the double checks it. */
 interface Param {
-  readonly type: 'string' | 'integer' | 'boolean' | 'number';
+  /** `array`: of strings; a single value is taken as a list of one (RESTHandler's legacy rule). */
+  readonly type: 'string' | 'integer' | 'boolean' | 'number' | 'array';
   readonly optional?: boolean;
   readonly minimum?: number;
   readonly maximum?: number;
@@ -20,10 +21,14 @@ interface Param {
 }
 
 type Params = Record<string, string>;
+/** Parameters as they came: a repeated form field is a list. */
+export type GivenParams = Readonly<Record<string, string | readonly string[]>>;
 
 /** What a handler gets: the checked parameters, the file of an upload, and who asks. */
 export interface Call {
   readonly params: Params;
+  /** The checked parameters of type `array`. */
+  readonly lists: Readonly<Record<string, readonly string[]>>;
   readonly file: { readonly name: string; readonly data: Uint8Array } | undefined;
   /** The token's user (`user@realm!token`), for task ids. */
   readonly user: string;
@@ -437,6 +442,47 @@ const routes: readonly Endpoint[] = [
   },
   {
     method: 'POST',
+    path: '/nodes/{node}/qemu/{vmid}/agent/exec',
+    call: 'agentExec',
+    params: {
+      node,
+      vmid,
+      command: { type: 'array' },
+      'input-data': { type: 'string', optional: true, maxLength: 64 * 1024 },
+    },
+    run: (m, c) =>
+      m.agentExec(c.params.node as string, Number(c.params.vmid), c.lists.command ?? []),
+  },
+  {
+    method: 'GET',
+    path: '/nodes/{node}/qemu/{vmid}/agent/exec-status',
+    call: 'agentExecStatus',
+    params: { node, vmid, pid: { type: 'integer' } },
+    run: (m, c) =>
+      m.agentExecStatus(c.params.node as string, Number(c.params.vmid), Number(c.params.pid)),
+  },
+  {
+    method: 'POST',
+    path: '/nodes/{node}/qemu/{vmid}/agent/file-write',
+    call: 'agentFileWrite',
+    params: {
+      node,
+      vmid,
+      file: str,
+      content: { type: 'string', maxLength: 60 * 1024 },
+      encode: optBool,
+    },
+    run: (m, c) =>
+      m.agentFileWrite(
+        c.params.node as string,
+        Number(c.params.vmid),
+        c.params.file as string,
+        c.params.content as string,
+        c.params.encode !== '0',
+      ),
+  },
+  {
+    method: 'POST',
     path: '/nodes/{node}/storage/{storage}/upload',
     call: 'uploadIso',
     upload: true,
@@ -517,14 +563,21 @@ export function knownPath(relPath: string): boolean {
  * names, missing ones, wrong types, formats, patterns, lengths, bounds and
  * enumerations are each a field error of one 400.
  */
-export function checkParams(e: Endpoint, pathParams: Params, given: Params): Params {
+export function checkParams(
+  e: Endpoint,
+  pathParams: Params,
+  given: GivenParams,
+): { params: Params; lists: Record<string, readonly string[]> } {
   const errors: Record<string, string> = {};
   const params: Params = { ...pathParams };
+  const lists: Record<string, readonly string[]> = {};
   for (const [k, v] of Object.entries(given)) {
     if (pathParams[k] !== undefined && pathParams[k] !== v) {
       errors[k] = 'duplicate parameter (already defined in URI) with conflicting values!';
     }
-    params[k] = v;
+    if (e.params[k]?.type === 'array') lists[k] = typeof v === 'string' ? [v] : v;
+    else if (typeof v === 'string') params[k] = v;
+    else errors[k] = "type check ('string') failed - got ARRAY";
   }
   if (Object.keys(errors).length > 0) throw paramError(errors);
   for (const [k, v] of Object.entries(params)) {
@@ -538,12 +591,12 @@ export function checkParams(e: Endpoint, pathParams: Params, given: Params): Par
     if (problem !== undefined) errors[k] = problem;
   }
   for (const [k, p] of Object.entries(e.params)) {
-    if (p.optional !== true && params[k] === undefined) {
+    if (p.optional !== true && params[k] === undefined && lists[k] === undefined) {
       errors[k] = 'property is missing and it is not optional';
     }
   }
   if (Object.keys(errors).length > 0) throw paramError(errors);
-  return params;
+  return { params, lists };
 }
 
 function checkValue(p: Param, v: string): string | undefined {
@@ -582,7 +635,7 @@ export interface ApiRequest {
   /** The path under /api2/json, URL-decoded. */
   readonly relPath: string;
   /** Query string and body parameters merged (the query wins, as with pveproxy). */
-  readonly params: Params;
+  readonly params: GivenParams;
   readonly file?: { readonly name: string; readonly data: Uint8Array } | undefined;
   /** The token line from `Authorization: PVEAPIToken=...`, if any. */
   readonly token: string | undefined;
@@ -617,8 +670,8 @@ export async function serve(m: PveModel, req: ApiRequest): Promise<unknown> {
   }
   const node = r.pathParams.node;
   m.check(r.endpoint.call, node);
-  const params = checkParams(r.endpoint, r.pathParams, req.params);
-  return await r.endpoint.run(m, { params, file: req.file, user: m.userOf(req.token) });
+  const { params, lists } = checkParams(r.endpoint, r.pathParams, req.params);
+  return await r.endpoint.run(m, { params, lists, file: req.file, user: m.userOf(req.token) });
 }
 
 /** A failure as pveproxy sends it: status, reason phrase, body and its type (a kept answer as kept). */

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createGate, type Gate, type HarnessGate } from '@proxy-op/providertest';
+import { GuestAgentFailure, GuestAgentModel } from '@proxy-op/testkit';
 import { type CapturedAnswer, render } from './answers.js';
 
 /**
@@ -151,6 +152,8 @@ export class ModelVm {
   guestNet: 'ip' | 'no-ipv4' = 'ip';
   /** The IPv4 the agent reports. */
   ip: string;
+  /** The guest's agent and files (a clone's guest starts without files of its own). */
+  readonly guest = new GuestAgentModel();
   /** pvestatd's last report; none for a VM it has not seen yet. */
   stats: Stats | undefined;
 
@@ -1414,14 +1417,7 @@ export class PveModel {
    */
   agentNetworkInterfaces(node: string, vmid: number): { result: unknown[] } {
     this.check('agentNetworkInterfaces', node);
-    const vm = this.#vm(node, vmid);
-    if (vm.config.agent === undefined)
-      throw answerError('error-500-agent-not-configured', { node, vmid });
-    if (vm.status !== 'running') throw answerError('error-500-vm-not-running', { node, vmid });
-    const booted = Date.now() >= vm.startedAt + this.timing.agentBootMs;
-    if (!vm.agentChannel || !booted || vm.guestAgent !== 'up' || vm.qmpstatus !== 'running') {
-      throw answerError('error-500-agent-not-running', { node, vmid });
-    }
+    const vm = this.#agentVm(node, vmid);
     const lo = {
       name: 'lo',
       'hardware-address': '00:00:00:00:00:00',
@@ -1445,6 +1441,84 @@ export class PveModel {
       ],
     };
     return { result: [lo, eth] };
+  }
+
+  /** qemu-server's assert_agent_available, in its order: the VM whose agent answers. */
+  #agentVm(node: string, vmid: number): ModelVm {
+    const vm = this.#vm(node, vmid);
+    if (vm.config.agent === undefined)
+      throw answerError('error-500-agent-not-configured', { node, vmid });
+    if (vm.status !== 'running') throw answerError('error-500-vm-not-running', { node, vmid });
+    const booted = Date.now() >= vm.startedAt + this.timing.agentBootMs;
+    if (!vm.agentChannel || !booted || vm.guestAgent !== 'up' || vm.qmpstatus !== 'running') {
+      throw answerError('error-500-agent-not-running', { node, vmid });
+    }
+    return vm;
+  }
+
+  /** One agent command, a refusal as agent_cmd's check_agent_error words it. */
+  #agent(vm: ModelVm, execute: string, args: Record<string, unknown>): unknown {
+    try {
+      return vm.guest.run(execute, args);
+    } catch (err) {
+      if (err instanceof GuestAgentFailure) throw new PveError(500, `Agent error: ${err.desc}`);
+      throw err;
+    }
+  }
+
+  /** `POST .../agent/exec`: the first item is the program, the rest its arguments. */
+  agentExec(node: string, vmid: number, command: readonly string[]): { pid: number } {
+    this.check('agentExec', node);
+    const vm = this.#agentVm(node, vmid);
+    if (command.length === 0) throw new PveError(500, 'command or input-data (or both) required');
+    const [path, ...arg] = command;
+    return this.#agent(vm, 'guest-exec', { path, arg, 'capture-output': true }) as { pid: number };
+  }
+
+  /** `GET .../agent/exec-status`: booleans as 1 and 0, stderr and stdout decoded. */
+  agentExecStatus(node: string, vmid: number, pid: number): Record<string, unknown> {
+    this.check('agentExecStatus', node);
+    const vm = this.#agentVm(node, vmid);
+    const st = this.#agent(vm, 'guest-exec-status', { pid }) as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(st)) {
+      if (typeof v === 'boolean') out[k] = v ? 1 : 0;
+      else if ((k === 'err-data' || k === 'out-data') && typeof v === 'string') {
+        out[k] = Buffer.from(v, 'base64').toString('utf8');
+      } else out[k] = v;
+    }
+    return out;
+  }
+
+  /**
+   * `POST .../agent/file-write`: the file opened `wb` (truncated, owner and
+   * mode kept), the content written, the handle closed. With `encode` (the
+   * default) Perl's encode_base64 takes the decoded text, so a character
+   * past U+00FF dies and one from U+0080 goes in as one byte, not UTF-8.
+   */
+  agentFileWrite(
+    node: string,
+    vmid: number,
+    file: string,
+    content: string,
+    encode: boolean,
+  ): null {
+    this.check('agentFileWrite', node);
+    const vm = this.#agentVm(node, vmid);
+    let b64 = content;
+    if (encode) {
+      if (/[^\u0000-\u00ff]/.test(content)) {
+        throw new PveError(
+          500,
+          'Wide character in subroutine entry at /usr/share/perl5/PVE/API2/Qemu/Agent.pm line 624.',
+        );
+      }
+      b64 = Buffer.from(content, 'latin1').toString('base64');
+    }
+    const handle = this.#agent(vm, 'guest-file-open', { path: file, mode: 'wb' });
+    this.#agent(vm, 'guest-file-write', { handle, 'buf-b64': b64 });
+    this.#agent(vm, 'guest-file-close', { handle });
+    return null;
   }
 
   /**
