@@ -63,13 +63,17 @@ export async function updateInstanceAuth(
           `the guest of ${where} has no ${SERVICE_PASSWORD_FILE}: its proxy was not made with credentials (the operator's default cloud-init writes that file; a cloud-init of your own must too)`,
         );
       }
-      throw ctx.transient(`copying ${SERVICE_PASSWORD_FILE} in the guest of ${where} failed: ${copied}`);
+      throw ctx.transient(
+        `copying ${SERVICE_PASSWORD_FILE} in the guest of ${where} failed: ${copied}`,
+      );
     }
     const content = Buffer.from(auth.passwordFile).toString('base64');
     await rt.api.agentFileWrite({ ...ref, file: STAGED, content, encode: false }, ctx.signal);
     const moved = await run(rt, ctx, ref, ['/bin/mv', '-f', STAGED, SERVICE_PASSWORD_FILE]);
     if (moved !== undefined) {
-      throw ctx.transient(`renaming the new password file in the guest of ${where} failed: ${moved}`);
+      throw ctx.transient(
+        `renaming the new password file in the guest of ${where} failed: ${moved}`,
+      );
     }
   } catch (err) {
     if (ApiError.isInstance(err) && err.status === 500 && err.apiMessage === AGENT_NOT_RUNNING) {

@@ -11,12 +11,14 @@ import {
   type Operation,
   type Provider,
 } from '@proxy-op/contract';
+import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
 import type {
   BackendHarness,
   ConformanceDeps,
   ConformanceFixture,
   PlantedMark,
 } from '@proxy-op/providertest';
+import { SERVICE_PASSWORD_FILE } from '@proxy-op/squid-config';
 import type { Budgets } from '../../src/budgets.js';
 import { classify } from '../../src/classify.js';
 import { apiErrorFrom } from '../../src/client.js';
@@ -46,6 +48,7 @@ export const FAST_BUDGETS: Budgets = {
   destroy: 3_000,
   seedDelete: 3_000,
   running: 3_000,
+  guestExec: 3_000,
   poll: 5,
 };
 
@@ -366,6 +369,28 @@ export async function createProxmoxFixture(
         want: 'CredentialsUnavailable',
       },
     ],
+    // The guest as the operator's default cloud-init leaves it: booted, the agent up, the
+    // password file root-owned, of the proxy group (13 on Debian), 0640.
+    deliverAuth: async (id, auth) => {
+      const v = vm(id);
+      v.guestAgent = 'up';
+      v.startedAt = Math.min(v.startedAt, Date.now() - model.timing.agentBootMs - 1_000);
+      v.guest.files.set(SERVICE_PASSWORD_FILE, {
+        data: Buffer.from(auth.passwordFile),
+        mode: 0o640,
+        uid: 0,
+        gid: 13,
+      });
+    },
+    // No Squid runs in the model: the answer is the one basic_ncsa_auth would give for the
+    // password file in the guest.
+    acceptsCredential: async (id, credential) => {
+      const f = vm(id).guest.files.get(SERVICE_PASSWORD_FILE);
+      if (f === undefined) throw new Error(`harness: the guest of ${id} has no password file`);
+      const hash = parsePasswordFile(f.data.toString('utf8')).get(credential.username);
+      return hash !== undefined && verifyPassword(credential.password, hash);
+    },
+    authSettleMs: 1000,
     credentialSentinel: TOKEN_SENTINEL,
     rejectCredential: () => {
       model.acceptedToken = 'proxy-operator@pve!op=rotated-elsewhere';

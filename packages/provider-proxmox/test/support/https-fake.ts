@@ -184,7 +184,11 @@ function flatten(p: Record<string, unknown>): Record<string, string | string[]> 
  * then the file under the field name `filename`, whose data runs to the
  * closing boundary. Anything else fails the upload with a 500 text answer.
  */
-function parseUpload(buf: Buffer, boundary: string, query: Record<string, string | string[]>): Body {
+function parseUpload(
+  buf: Buffer,
+  boundary: string,
+  query: Record<string, string | string[]>,
+): Body {
   const perl = (msg: string, line: number) =>
     `${msg} at /usr/share/perl5/PVE/APIServer/AnyEvent.pm line ${line}.\n`;
   let s = buf.toString('latin1');

@@ -1496,18 +1496,12 @@ export class PveModel {
    * default) Perl's encode_base64 takes the decoded text, so a character
    * past U+00FF dies and one from U+0080 goes in as one byte, not UTF-8.
    */
-  agentFileWrite(
-    node: string,
-    vmid: number,
-    file: string,
-    content: string,
-    encode: boolean,
-  ): null {
+  agentFileWrite(node: string, vmid: number, file: string, content: string, encode: boolean): null {
     this.check('agentFileWrite', node);
     const vm = this.#agentVm(node, vmid);
     let b64 = content;
     if (encode) {
-      if (/[^\u0000-\u00ff]/.test(content)) {
+      if ([...content].some((ch) => (ch.codePointAt(0) ?? 0) > 0xff)) {
         throw new PveError(
           500,
           'Wide character in subroutine entry at /usr/share/perl5/PVE/API2/Qemu/Agent.pm line 624.',
