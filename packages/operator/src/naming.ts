@@ -18,6 +18,9 @@ function sanitize(s: string): string {
     .replace(/^-+|-+$/g, '');
 }
 
+/** The suffix of the second name a Proxy's instance can have (`r` is not a hex digit). */
+const SECOND = '-r';
+
 /**
  * The instance name for the Proxy `namespace/name`:
  * `proxy-<namespace>-<name>-<hash>`, where the readable middle is lowercased,
@@ -26,13 +29,19 @@ function sanitize(s: string): string {
  * SHA-256 of `namespace/name`. The hash keeps names unique even when two
  * Proxies read alike once cleaned or cut (`a-b/c` and `a/b-c`); the name
  * depends on nothing else, so it is the same on every retry.
+ *
+ * `slot` 1 is the Proxy's second name, `proxy-<namespace>-<name>-<hash>-r`
+ * (the middle cut two characters sooner): the instance made beside the
+ * first while a provider that cannot change a running proxy's credentials
+ * rotates them make-before-break. Rotations alternate between the two.
  */
-export function instanceName(namespace: string, name: string): string {
+export function instanceName(namespace: string, name: string, slot: 0 | 1 = 0): string {
   if (typeof namespace !== 'string' || typeof name !== 'string') {
     throw new TypeError('instanceName: namespace and name must be strings');
   }
   const hash = createHash('sha256').update(`${namespace}/${name}`).digest('hex').slice(0, HASH_LEN);
-  const room = MAX_INSTANCE_NAME - 'proxy-'.length - 1 - HASH_LEN;
+  const suffix = slot === 1 ? SECOND : '';
+  const room = MAX_INSTANCE_NAME - 'proxy-'.length - 1 - HASH_LEN - suffix.length;
   const middle = sanitize(`${namespace}-${name}`).slice(0, room).replace(/-+$/, '');
-  return middle === '' ? `proxy-${hash}` : `proxy-${middle}-${hash}`;
+  return `${middle === '' ? `proxy-${hash}` : `proxy-${middle}-${hash}`}${suffix}`;
 }

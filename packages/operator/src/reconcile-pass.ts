@@ -8,16 +8,24 @@
  *
  * @module
  */
-import { errorClassOf, isNotFound, isPermanent, type Logger } from '@proxy-op/contract';
+import {
+  errorClassOf,
+  isNotFound,
+  isPermanent,
+  type Logger,
+  type ProxyAuth,
+} from '@proxy-op/contract';
 import { fileHash } from './auth/credential.js';
 import { credentialsForPass, ownerOf, type ResolvedAuth, syncCredentials } from './auth/step.js';
 import type { CredentialStore } from './auth/store.js';
 import { type RenderedSpec, renderSpec } from './cloudinit.js';
+import { createRequestOf, deleteSideInstances } from './instance-requests.js';
 import { messageOf } from './message.js';
 import { instanceName } from './naming.js';
 import type { RunningInstance } from './probe/types.js';
 import type { ConfiguredProvider, ProviderSet } from './providers/set.js';
 import type { Backoff, ReconcileResult } from './queue.js';
+import { failPass } from './reconcile-fail.js';
 import {
   clearInstance,
   type DataPlane,
@@ -74,6 +82,11 @@ export class ReconcilePass {
     const st = this.#status.st;
     const obj = this.#obj;
     if (!obj.metadata.finalizers.includes(FINALIZER)) return {};
+    if (!(await this.#deleteSides())) {
+      st.phase = 'Deleting';
+      await this.#status.write();
+      return { requeueAfter: this.#env.deletionPollMs };
+    }
     if (st.providerID !== undefined) {
       const holderName = st.instanceProvider ?? obj.spec.provider;
       const cp = this.#env.providers.get(holderName);
@@ -206,7 +219,7 @@ export class ReconcilePass {
     }
     st.phase = 'Replacing';
     this.#status.cond('Ready', 'False', 'Replacing', 'the spec changed; replacing the instance');
-    if (!(await this.#deleteInstance(holder, st.providerID))) {
+    if (!(await this.#deleteSides()) || !(await this.#deleteInstance(holder, st.providerID))) {
       await this.#status.write();
       return { requeueAfter: this.#env.deletionPollMs };
     }
@@ -245,22 +258,11 @@ export class ReconcilePass {
       return st.providerID;
     }
     if (st.phase !== 'Replacing') st.phase = 'Provisioning';
-    const { metadata: md, spec: s } = this.#obj;
+    const md = this.#obj.metadata;
+    const name = instanceName(md.namespace, md.name, st.credentials?.slot === 1 ? 1 : 0);
+    const auth = this.#auth.mode === 'none' ? undefined : this.#auth.auth;
     const id = await this.#env.call((o) =>
-      cp.provider.create(
-        {
-          name: instanceName(md.namespace, md.name),
-          namespace: md.namespace,
-          uid: md.uid,
-          port: s.port,
-          cloudInit: new TextEncoder().encode(spec.cloudInit),
-          placement: s.placement,
-          allowedSources: s.allowedSources,
-          installation: this.#env.providers.installation,
-          auth: this.#auth.mode === 'none' ? undefined : this.#auth.auth,
-        },
-        o,
-      ),
+      cp.provider.create(this.#request(name, spec.cloudInit, auth), o),
     );
     st.providerID = id;
     st.instanceProvider = cp.name;
@@ -280,39 +282,12 @@ export class ReconcilePass {
   }
 
   /**
-   * A provider error of the steps above, into status: Permanent latches the
-   * spec hash, QuotaExceeded waits out its own backoff, anything else is
-   * rethrown for the queue's backoff.
+   * A provider error of the steps above, into status (`reconcile-fail.ts`):
+   * Permanent latches the spec hash, QuotaExceeded waits out its own
+   * backoff, anything else is rethrown for the queue's backoff.
    */
-  async fail(err: unknown, hash: string): Promise<ReconcileResult> {
-    const st = this.#status.st;
-    const cls = errorClassOf(err);
-    const message = messageOf(err);
-    st.lastError = { class: cls, message };
-    if (cls === 'Permanent') {
-      st.latchedSpecHash = hash;
-      st.phase = 'Failed';
-      this.#status.cond('Latched', 'True', 'PermanentError', message);
-      this.#status.cond('Ready', 'False', 'PermanentError', message);
-      await this.#status.write();
-      this.#log.warn({ err: message }, 'permanent provider error; latched until the spec changes');
-      this.#event(
-        'Warning',
-        'Latched',
-        `permanent provider error, nothing more is tried until the spec changes: ${message}`,
-      );
-      return {};
-    }
-    if (cls === 'QuotaExceeded') {
-      this.#status.cond('QuotaExceeded', 'True', 'QuotaExceeded', message);
-      this.#status.cond('Ready', 'False', 'QuotaExceeded', message);
-      await this.#status.write();
-      const ms = this.#env.quota.next(this.#key);
-      this.#log.info({ err: message, retryInMs: ms }, 'provider quota exceeded; retrying later');
-      return { requeueAfter: ms };
-    }
-    await this.#status.write();
-    throw err;
+  fail(err: unknown, hash: string): Promise<ReconcileResult> {
+    return failPass(this.#step(), err, hash);
   }
 
   // ---- helpers ----
@@ -331,17 +306,27 @@ export class ReconcilePass {
       endpoint: instance.endpoint,
       call: (fn) => this.#env.call(fn),
       verify: (cred) => probes?.verify(holder, instance, cred) ?? Promise.resolve(true),
+      replace: {
+        create: (name, auth) => {
+          const { cloudInit } = renderSpec(this.#obj.spec, { auth, hashInput: a.hashInput });
+          return this.#env.call((o) =>
+            holder.provider.create(this.#request(name, cloudInit, auth), o),
+          );
+        },
+        providerNamed: (name) => this.#env.providers.get(name),
+        deleteInstance: (cp, id) => this.#deleteInstance(cp, id),
+        verifyAt: (cp, at, cred) => probes?.verify(cp, at, cred) ?? Promise.resolve(true),
+        forgetProbes: () => probes?.forget(this.#key),
+        event: (type, reason, message) => this.#event(type, reason, message),
+        provisioningPollMs: this.#env.provisioningPollMs,
+        deletionPollMs: this.#env.deletionPollMs,
+      },
     });
   }
 
   /** What the credential steps work with. */
   #context() {
-    return {
-      obj: this.#obj,
-      status: this.#status,
-      store: this.#env.credentials,
-      now: this.#now,
-    };
+    return { obj: this.#obj, status: this.#status, store: this.#env.credentials, now: this.#now };
   }
 
   /** What a step in a room of its own works with. */
@@ -358,6 +343,22 @@ export class ReconcilePass {
       event: (type, reason, message) => this.#event(type, reason, message),
       deleteInstance: (cp, id) => this.#deleteInstance(cp, id),
     };
+  }
+
+  /** The Create request of an instance of this Proxy named `name`. */
+  #request(name: string, cloudInit: string, auth: ProxyAuth | undefined) {
+    return createRequestOf(this.#obj, this.#env.providers.installation, name, cloudInit, auth);
+  }
+
+  /** Deletes a rotation's successor and retiring instance; true once none is left. */
+  #deleteSides(): Promise<boolean> {
+    const st = this.#status.st;
+    return deleteSideInstances(
+      st,
+      st.instanceProvider ?? this.#obj.spec.provider,
+      this.#env.providers,
+      (cp, id) => this.#deleteInstance(cp, id),
+    );
   }
 
   #event(type: EventType, reason: string, message: string): void {

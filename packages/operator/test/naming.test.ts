@@ -43,3 +43,23 @@ describe('instanceName', () => {
     expect(() => instanceName(undefined as unknown as string, 'x')).toThrow(TypeError);
   });
 });
+
+describe('instanceName, second slot', () => {
+  it('is the first name with -r, distinct from it and from every first name', () => {
+    expect(instanceName('default', 'web', 1)).toBe(`${instanceName('default', 'web')}-r`);
+    // A first name ends in 8 hex digits; `r` is not one.
+    expect(instanceName('default', 'web', 1)).not.toMatch(/-[0-9a-f]{8}$/);
+  });
+
+  it.each([
+    ['default', 'a'.repeat(253)],
+    ['n'.repeat(63), 'x.y.z'],
+    ['default', '...'],
+  ])('is a DNS label of at most 63 characters for %s/%s', (ns, name) => {
+    const n = instanceName(ns, name, 1);
+    expect(n.length).toBeLessThanOrEqual(MAX_INSTANCE_NAME);
+    expect(n).toMatch(LABEL);
+    expect(n.endsWith('-r')).toBe(true);
+    expect(n).not.toBe(instanceName(ns, name));
+  });
+});

@@ -69,6 +69,9 @@ export async function probeRig(
     meter?: Meter;
     /** More of the local provider's block, as YAML flow text (`timeouts: {...}`). */
     local?: string;
+    /** The provider type (default `local`) and the registry that knows it (a test's variant of local). */
+    type?: string;
+    registry?: ProviderRegistry;
     /** The store as the operator is to write it (a pool controller's `observe`). */
     wrapStore?: (
       store: MemoryStore,
@@ -83,12 +86,12 @@ export async function probeRig(
     'installation: probe-rig',
     'providers:',
     '  - name: here',
-    '    type: local',
-    `    local: { stateDir: ${stateDir}, addressRange: ${opts.addressRange ?? '127.0.75.0/24'}${opts.local === undefined ? '' : `, ${opts.local}`} }`,
+    `    type: ${opts.type ?? 'local'}`,
+    `    ${opts.type ?? 'local'}: { stateDir: ${stateDir}, addressRange: ${opts.addressRange ?? '127.0.75.0/24'}${opts.local === undefined ? '' : `, ${opts.local}`} }`,
     ...(opts.probe === undefined ? [] : [`    probe: ${opts.probe}`]),
     '',
   ].join('\n');
-  const load = await parseProvidersConfig(text, new ProviderRegistry());
+  const load = await parseProvidersConfig(text, opts.registry ?? new ProviderRegistry());
   if (!load.ok) throw new Error(load.problems.join('\n'));
   const providers = new ProviderSet();
   const applied = await providers.apply(load.config);

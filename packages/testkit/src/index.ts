@@ -39,6 +39,7 @@ export {
   expectedAuthMatrix,
   type LoopCounts,
   nextSecond,
+  type ProxyAddress,
   type RotationReport,
   replaceFile,
   rotateUnderLoad,

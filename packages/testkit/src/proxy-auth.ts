@@ -185,13 +185,21 @@ export interface CredentialLoop {
   stop(): Promise<LoopCounts>;
 }
 
+/** Where a proxy listens. */
+export interface ProxyAddress {
+  readonly address: string;
+  readonly port: number;
+}
+
 /**
  * Starts `concurrency` clients, each sending `GET url` through the proxy
  * on kept-open connections one request after another, with the
- * credential `credential()` returns when each request is sent.
+ * credential `credential()` returns when each request is sent. A `proxy`
+ * function is asked at each request too (a client that follows a URL
+ * whose address changes, as a make-before-break rotation changes it).
  */
 export function startCredentialLoop(opts: {
-  readonly proxy: { readonly address: string; readonly port: number };
+  readonly proxy: ProxyAddress | (() => ProxyAddress);
   readonly url: string;
   readonly concurrency: number;
   readonly credential: () => Credential;
@@ -200,12 +208,13 @@ export function startCredentialLoop(opts: {
   const ok: Record<string, number> = {};
   const failures: string[] = [];
   let running = true;
-  const once = (c: Credential) =>
+  const proxy = typeof opts.proxy === 'function' ? opts.proxy : () => opts.proxy as ProxyAddress;
+  const once = (c: Credential, at: ProxyAddress) =>
     new Promise<void>((resolve) => {
       const req = request(
         {
-          host: opts.proxy.address,
-          port: opts.proxy.port,
+          host: at.address,
+          port: at.port,
           path: opts.url,
           agent,
           headers: { 'proxy-authorization': basicAuthorization(c) },
@@ -228,7 +237,7 @@ export function startCredentialLoop(opts: {
   const current: Array<Promise<void>> = [];
   const client = async (_: unknown, i: number) => {
     while (running) {
-      const sent = once(opts.credential());
+      const sent = once(opts.credential(), proxy());
       current[i] = sent;
       await sent;
     }

@@ -75,5 +75,31 @@ export const credentialsStatusSchema = {
       type: 'string',
       description: 'The last value of the proxy-op.io/rotate-credentials annotation acted on.',
     },
+    slot: {
+      type: 'integer',
+      enum: [0, 1],
+      description:
+        'Which of the Proxy’s two instance names the instance has (a make-before-break rotation alternates them).',
+    },
+    successor: {
+      type: 'object',
+      required: ['slot'],
+      description:
+        'The instance being made with the next credential, on a provider that cannot change a running proxy’s credentials.',
+      properties: {
+        slot: { type: 'integer', enum: [0, 1] },
+        providerID: { type: 'string' },
+      },
+    },
+    retiring: {
+      type: 'object',
+      required: ['providerID', 'provider'],
+      description:
+        'The instance a make-before-break rotation replaced: it serves the previous credential until the overlap ends, then it is deleted.',
+      properties: {
+        providerID: { type: 'string' },
+        provider: { type: 'string' },
+      },
+    },
   },
 } as const;

@@ -16,11 +16,8 @@
 import { createHash } from 'node:crypto';
 import { credentialRotationOf, type ProxyAuth } from '@proxy-op/contract';
 import { renderSpec } from '../cloudinit.js';
-import { DEFAULTS } from '../defaults.js';
-import { durationMs } from '../duration.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import type { ProxyObject } from '../schema.js';
-import type { StatusDraft } from '../status-draft.js';
 import {
   type Credential,
   type CredentialRecord,
@@ -30,10 +27,18 @@ import {
   passwordFile,
   realmOf,
 } from './credential.js';
-import type { CredentialOwner, CredentialStore } from './store.js';
+import {
+  type AuthStepContext,
+  nextStepIn,
+  noteRotateRequest,
+  overlapOf,
+  ownerOf,
+  rotationDue,
+  showCredentials,
+} from './rotation.js';
+import { type ReplaceDeps, syncByReplacing } from './successor.js';
 
-/** The annotation whose every new value rotates a generated credential now. */
-export const ROTATE_ANNOTATION = 'proxy-op.io/rotate-credentials';
+export { type AuthStepContext, ownerOf, ROTATE_ANNOTATION } from './rotation.js';
 
 /** What the Proxy's proxy must require, as this pass resolved it. */
 export type ResolvedAuth =
@@ -46,21 +51,6 @@ export type ResolvedAuth =
       /** What the spec hash takes of it: the mode, never a credential. */
       readonly hashInput: string;
     };
-
-/** What the credential steps work with. */
-export interface AuthStepContext {
-  readonly obj: ProxyObject;
-  readonly status: StatusDraft;
-  readonly store: CredentialStore;
-  readonly now: Date;
-  readonly signal?: AbortSignal | undefined;
-}
-
-/** The owner of a Proxy's credential. */
-export function ownerOf(obj: ProxyObject): CredentialOwner {
-  const { namespace, name, uid } = obj.metadata;
-  return { namespace, name, uid };
-}
 
 /**
  * Whether the Proxy runs on terms from before credentials: no `spec.auth`,
@@ -133,7 +123,7 @@ export async function resolveCredentials(
     } else record = kept;
     status.st.credentials = { ...status.st.credentials, secretName: c.store.locate(owner) };
   }
-  showCredentials(c, record, undefined);
+  showCredentials(c, record);
   return {
     mode: ref === undefined ? 'generated' : 'secretRef',
     record,
@@ -159,10 +149,14 @@ export async function credentialsForPass(
     legacy = false; // the spec does not render: the render step says why
   }
   const resolved = await resolveCredentials(c, legacy);
-  if (resolved === undefined || resolved.mode !== 'secretRef') return resolved;
+  if (resolved === undefined || resolved.mode === 'none') return resolved;
   if (credentialRotationOf(cp.module.profile) === 'in-place') return resolved;
-  const file = fileHash(resolved.auth.passwordFile);
-  return { ...resolved, hashInput: `${resolved.hashInput}:${file}` };
+  // An instance made now keeps its file for life: the current credential alone (a rotation
+  // puts the next one on an instance of its own, `successor.ts`).
+  const only = { ...resolved.record, next: undefined, previous: undefined };
+  const auth = { ...resolved.auth, passwordFile: passwordFile(only) };
+  if (resolved.mode !== 'secretRef') return { ...resolved, auth };
+  return { ...resolved, auth, hashInput: `${resolved.hashInput}:${fileHash(auth.passwordFile)}` };
 }
 
 /** What {@link syncCredentials} needs besides the context. */
@@ -176,6 +170,8 @@ export interface SyncDeps {
   call<T>(fn: (opts: { signal: AbortSignal }) => Promise<T>): Promise<T>;
   /** Whether a client gets through the instance with `credential` (a probe); true without probes. */
   verify(credential: Credential): Promise<boolean>;
+  /** How a provider that cannot change a running proxy's credentials rotates them. */
+  readonly replace: ReplaceDeps;
 }
 
 /**
@@ -188,9 +184,11 @@ export async function syncCredentials(
   d: SyncDeps,
 ): Promise<number | undefined> {
   if (resolved.mode === 'none') return undefined;
+  if (credentialRotationOf(d.cp.module.profile) !== 'in-place') {
+    return syncByReplacing(c, resolved, d);
+  }
   const { status, obj } = c;
   const owner = ownerOf(obj);
-  const inPlace = credentialRotationOf(d.cp.module.profile) === 'in-place';
   let rec = resolved.record;
   status.st.credentials ??= {};
   const creds = status.st.credentials;
@@ -200,14 +198,13 @@ export async function syncCredentials(
 
   if (rec.next !== undefined && applied() && (await d.verify(rec.next))) {
     // The proxy takes the next credential: hand it out, keep the old one for the overlap.
-    const overlap = durationMs(obj.spec.auth?.overlap ?? '') ?? DEFAULTS.credentialOverlapMs;
     rec = {
       ...rec,
       previous: rec.current,
       current: rec.next,
       next: undefined,
       rotatedTime: c.now.toISOString(),
-      overlapUntil: new Date(now + overlap).toISOString(),
+      overlapUntil: new Date(now + overlapOf(obj)).toISOString(),
     };
     changed = true;
   } else if (
@@ -216,16 +213,9 @@ export async function syncCredentials(
   ) {
     rec = { ...rec, previous: undefined, overlapUntil: undefined };
     changed = true;
-  } else if (
-    rec.source === 'generated' &&
-    inPlace &&
-    rec.next === undefined &&
-    rec.previous === undefined &&
-    rotationDue(c, rec)
-  ) {
+  } else if (rec.next === undefined && rec.previous === undefined && rotationDue(c, rec)) {
     rec = { ...rec, next: generateCredential(owner.name) };
-    const asked = obj.metadata.annotations?.[ROTATE_ANNOTATION];
-    if (asked !== undefined) creds.rotateRequest = asked;
+    noteRotateRequest(c);
     changed = true;
   }
   const url = credentialUrl(rec.current, d.endpoint);
@@ -235,65 +225,11 @@ export async function syncCredentials(
   }
   const file = passwordFile(rec);
   const hash = fileHash(file);
-  if (creds.appliedHash !== hash && inPlace) {
+  if (creds.appliedHash !== hash) {
     const auth: ProxyAuth = { realm: resolved.auth.realm, passwordFile: file };
     await d.call((o) => d.cp.provider.updateAuth?.(d.providerID, auth, o) ?? Promise.resolve());
     creds.appliedHash = hash;
   }
-  const unsupported =
-    !inPlace && obj.spec.auth?.rotateEvery !== undefined
-      ? `provider ${d.cp.name} cannot change a running proxy's credentials (credentialRotation: replace); spec.auth.rotateEvery is not acted on`
-      : undefined;
-  showCredentials(c, rec, unsupported);
-  return nextStepIn(c, rec, inPlace);
-}
-
-/**
- * The status of a Proxy's credential: when it was issued, the overlap
- * during a rotation, and the `Credentials` condition (reason `Generated`,
- * `FromSecret`, `Rotating`, or `RotationUnsupported` with `unsupported`).
- */
-function showCredentials(
-  c: AuthStepContext,
-  rec: CredentialRecord,
-  unsupported: string | undefined,
-): void {
-  c.status.st.credentials ??= {};
-  const creds = c.status.st.credentials;
-  creds.rotatedTime = rec.rotatedTime;
-  if (rec.overlapUntil === undefined) delete creds.overlapUntil;
-  else creds.overlapUntil = rec.overlapUntil;
-  const where = `${c.store.kind === 'secret' || rec.source === 'secretRef' ? 'Secret' : 'file'} ${creds.secretName}`;
-  const rotating = rec.next !== undefined || rec.previous !== undefined;
-  const [reason, message] =
-    unsupported !== undefined
-      ? ['RotationUnsupported', unsupported]
-      : rotating
-        ? [
-            'Rotating',
-            `a new credential is being rolled out; the previous one is accepted until the overlap ends (${where})`,
-          ]
-        : rec.source === 'generated'
-          ? ['Generated', `a generated credential (${where})`]
-          : ['FromSecret', `the credential of ${where}`];
-  c.status.cond('Credentials', 'True', reason, message);
-}
-
-/** Whether a generated credential is due for rotation: its age, or a new rotate annotation. */
-function rotationDue(c: AuthStepContext, rec: CredentialRecord): boolean {
-  const asked = c.obj.metadata.annotations?.[ROTATE_ANNOTATION];
-  if (asked !== undefined && asked !== c.status.st.credentials?.rotateRequest) return true;
-  const every = durationMs(c.obj.spec.auth?.rotateEvery ?? '');
-  return every !== undefined && every > 0 && Date.parse(rec.rotatedTime) + every <= c.now.getTime();
-}
-
-/** How long until the rotation's next step, in ms. */
-function nextStepIn(c: AuthStepContext, rec: CredentialRecord, inPlace: boolean) {
-  const now = c.now.getTime();
-  if (rec.next !== undefined) return DEFAULTS.credentialVerifyPollMs;
-  if (rec.overlapUntil !== undefined) return Math.max(0, Date.parse(rec.overlapUntil) - now);
-  const every = durationMs(c.obj.spec.auth?.rotateEvery ?? '');
-  if (!inPlace || rec.source !== 'generated' || every === undefined || every === 0)
-    return undefined;
-  return Math.max(0, Date.parse(rec.rotatedTime) + every - now);
+  showCredentials(c, rec);
+  return nextStepIn(c, rec);
 }
