@@ -1,33 +1,13 @@
 // Peers: the local provider's real proxy processes (the forward proxy with Basic authentication)
 // on 127.0.79.0/24, probed with their credential against the operator's own whoami target;
 // curl and keep-alive clients as the users; the operator in process over a memory store.
-import { curlThroughProxy, startCredentialLoop, startHttpEchoOrigin } from '@proxy-op/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { curlThroughProxy, startCredentialLoop } from '@proxy-op/testkit';
+import { describe, expect, it } from 'vitest';
 import { getCondition } from '../src/index.js';
-import { type ProbeRig, probeRig } from './probe-support.js';
+import { type ProbeRig, rigSuite } from './probe-support.js';
 
-let rig: ProbeRig | undefined;
-let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>>;
-/** An origin the users' requests go to (the probe target wants the probe's own nonce). */
-let origin: string;
-
-beforeAll(async () => {
-  echo = await startHttpEchoOrigin();
-  origin = `http://127.0.0.1:${echo.port}/page`;
-});
-afterAll(() => {
-  echo?.server.close();
-});
-
-async function start(opts?: Parameters<typeof probeRig>[0]): Promise<ProbeRig> {
-  rig = await probeRig({ addressRange: '127.0.79.0/24', ...opts });
-  return rig;
-}
-
-afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-}, 60_000);
+const suite = rigSuite({ addressRange: '127.0.79.0/24' });
+const start = suite.start;
 
 const status = (r: ProbeRig, name = 'web') => r.store.get(`default/${name}`)?.status;
 const kept = (r: ProbeRig, name = 'web') => r.credentials.kept.get(`memory:default/${name}`);
@@ -55,12 +35,12 @@ describe('credentials on the local provider’s real proxies', () => {
     const password = decodeURIComponent(url.password);
     expect(password.length).toBeGreaterThanOrEqual(32);
     const proxy = endpointOf(r);
-    const none = await curlThroughProxy({ proxy, url: String(origin) });
+    const none = await curlThroughProxy({ proxy, url: suite.origin() });
     expect(none.status).toBe(407);
     expect(none.challenge).toBe('Basic realm="proxy-op default/web"');
     const right = await curlThroughProxy({
       proxy,
-      url: String(origin),
+      url: suite.origin(),
       credential: { user: decodeURIComponent(url.username), password },
       form: 'url',
     });
@@ -76,7 +56,7 @@ describe('credentials on the local provider’s real proxies', () => {
     await r.until(() => status(r)?.phase === 'Ready');
     expect(status(r)?.credentials).toBeUndefined();
     expect(kept(r)).toBeUndefined();
-    expect((await curlThroughProxy({ proxy: endpointOf(r), url: String(origin) })).status).toBe(
+    expect((await curlThroughProxy({ proxy: endpointOf(r), url: suite.origin() })).status).toBe(
       200,
     );
   }, 60_000);
@@ -90,7 +70,7 @@ describe('credentials on the local provider’s real proxies', () => {
     // Clients that read the credential the operator hands out, as a user reading the Secret would.
     const loop = startCredentialLoop({
       proxy: endpointOf(r),
-      url: origin,
+      url: suite.origin(),
       concurrency: 6,
       credential: () => {
         const c = kept(r)?.record.current ?? first;
@@ -115,7 +95,7 @@ describe('credentials on the local provider’s real proxies', () => {
       old = (
         await curlThroughProxy({
           proxy: endpointOf(r),
-          url: origin,
+          url: suite.origin(),
           credential: { user: first.username, password: first.password },
         })
       ).status;
@@ -140,7 +120,7 @@ describe('credentials on the local provider’s real proxies', () => {
     r.apply('web', { allowedSources: ['127.0.0.0/8', '10.0.0.0/8'] });
     await r.until(() => status(r)?.phase === 'Ready' && status(r)?.credentials !== undefined);
     expect(status(r)?.specHash).not.toBe(before);
-    expect((await curlThroughProxy({ proxy: endpointOf(r), url: String(origin) })).status).toBe(
+    expect((await curlThroughProxy({ proxy: endpointOf(r), url: suite.origin() })).status).toBe(
       407,
     );
   }, 60_000);
@@ -167,7 +147,7 @@ describe('credentials on the local provider’s real proxies', () => {
     await r.until(() => status(r)?.phase === 'Ready');
     const got = await curlThroughProxy({
       proxy: endpointOf(r),
-      url: origin,
+      url: suite.origin(),
       credential: { user: 'me', password: 'p$ss:w@rd %20 ünï' },
       form: 'url',
     });

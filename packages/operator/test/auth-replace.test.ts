@@ -3,10 +3,10 @@
 // replace), probed with their credential against the operator's own whoami target; curl and
 // keep-alive clients that follow the kept URL as the users; the operator in process.
 import { providerModule as local } from '@proxy-op/provider-local';
-import { curlThroughProxy, startCredentialLoop, startHttpEchoOrigin } from '@proxy-op/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { curlThroughProxy, startCredentialLoop } from '@proxy-op/testkit';
+import { describe, expect, it } from 'vitest';
 import { getCondition, instanceName, ProviderRegistry } from '../src/index.js';
-import { type ProbeRig, probeRig, proxyPids } from './probe-support.js';
+import { type ProbeRig, proxyPids, rigSuite } from './probe-support.js';
 
 /** The local provider as a `replace` provider: no updateAuth, so a rotation needs a new instance. */
 const replacing = {
@@ -19,31 +19,13 @@ const replacing = {
   },
 } as unknown as Parameters<ProviderRegistry['register']>[0];
 
-let rig: ProbeRig | undefined;
-let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>>;
-let origin: string;
-
-beforeAll(async () => {
-  echo = await startHttpEchoOrigin();
-  origin = `http://127.0.0.1:${echo.port}/page`;
+const suite = rigSuite({
+  addressRange: '127.0.81.0/24',
+  type: 'local-replace',
+  registry: new ProviderRegistry().register(replacing),
+  local: 'timeouts: { credentialsTtlMs: 300 }',
 });
-afterAll(() => {
-  echo?.server.close();
-});
-afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-}, 60_000);
-
-async function start(): Promise<ProbeRig> {
-  rig = await probeRig({
-    addressRange: '127.0.81.0/24',
-    type: 'local-replace',
-    registry: new ProviderRegistry().register(replacing),
-    local: 'timeouts: { credentialsTtlMs: 300 }',
-  });
-  return rig;
-}
+const start = () => suite.start();
 
 const status = (r: ProbeRig) => r.store.get('default/web')?.status;
 const kept = (r: ProbeRig) => r.credentials.kept.get('memory:default/web');
@@ -66,7 +48,7 @@ describe('credentials rotated make-before-break on a provider that cannot change
     expect(getCondition(first?.conditions, 'Credentials')?.reason).toBe('Generated');
     const loop = startCredentialLoop({
       proxy: () => fromUrl(r).proxy,
-      url: origin,
+      url: suite.origin(),
       concurrency: 6,
       credential: () => fromUrl(r).credential,
     });
@@ -91,13 +73,13 @@ describe('credentials rotated make-before-break on a provider that cannot change
     // Through the overlap, the old instance still lets the old credential in; the new one never did.
     const oldOnOld = await curlThroughProxy({
       proxy: firstUrl.proxy,
-      url: origin,
+      url: suite.origin(),
       credential: firstUrl.credential,
     });
     expect(oldOnOld.status).toBe(200);
     const oldOnNew = await curlThroughProxy({
       proxy: second.proxy,
-      url: origin,
+      url: suite.origin(),
       credential: firstUrl.credential,
     });
     expect(oldOnNew.status).toBe(407);
@@ -116,7 +98,7 @@ describe('credentials rotated make-before-break on a provider that cannot change
     expect(proxyPids(r.stateDir)).toHaveLength(1);
     const gone = await curlThroughProxy({
       proxy: firstUrl.proxy,
-      url: origin,
+      url: suite.origin(),
       credential: firstUrl.credential,
     });
     expect(gone.status).not.toBe(200);

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Meter } from '@opentelemetry/api';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
-import { SpawnedPrograms } from '@proxy-op/testkit';
+import { SpawnedPrograms, startHttpEchoOrigin } from '@proxy-op/testkit';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { MemoryCredentialStore } from '../src/auth/store.js';
 import {
   MemoryStore,
@@ -156,5 +157,35 @@ export async function probeRig(
       await spawned.killAll();
       await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A test file's rigs over real local proxies: `start` makes the test's rig
+ * (`defaults` under its own options), closed after the test; `origin()` is
+ * an HTTP origin for the users' requests (the probe target wants the
+ * probe's own nonce), up for the whole file.
+ */
+export function rigSuite(defaults: Parameters<typeof probeRig>[0]) {
+  let rig: ProbeRig | undefined;
+  let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>> | undefined;
+  let url = '';
+  beforeAll(async () => {
+    echo = await startHttpEchoOrigin();
+    url = `http://127.0.0.1:${echo.port}/page`;
+  });
+  afterAll(() => {
+    echo?.server.close();
+  });
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+  }, 60_000);
+  return {
+    start: async (opts?: Parameters<typeof probeRig>[0]): Promise<ProbeRig> => {
+      rig = await probeRig({ ...defaults, ...opts });
+      return rig;
+    },
+    origin: () => url,
   };
 }

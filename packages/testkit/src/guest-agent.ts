@@ -49,6 +49,21 @@ export class GuestAgentModel {
   readonly #execs = new Map<number, Exec>();
   #next = 1000;
 
+  /**
+   * Puts a proxy's password file at `path` as the operator's default
+   * cloud-init leaves it: root-owned, of the proxy group (13 on Debian), 0640.
+   */
+  placePasswordFile(path: string, data: Uint8Array): void {
+    this.files.set(path, { data: Buffer.from(data), mode: 0o640, uid: 0, gid: 13 });
+  }
+
+  /** The text of the file at `path`; throws naming `who` when the guest has none. */
+  text(path: string, who: string): string {
+    const f = this.files.get(path);
+    if (f === undefined) throw new Error(`harness: the guest of ${who} has no ${path}`);
+    return f.data.toString('utf8');
+  }
+
   /** Open file handles (a leak shows here). */
   openHandles(): number {
     return this.#handles.size;

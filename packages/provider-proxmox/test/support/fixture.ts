@@ -369,26 +369,18 @@ export async function createProxmoxFixture(
         want: 'CredentialsUnavailable',
       },
     ],
-    // The guest as the operator's default cloud-init leaves it: booted, the agent up, the
-    // password file root-owned, of the proxy group (13 on Debian), 0640.
+    // The guest as the operator's default cloud-init leaves it: booted, the agent up, the file there.
     deliverAuth: async (id, auth) => {
       const v = vm(id);
       v.guestAgent = 'up';
       v.startedAt = Math.min(v.startedAt, Date.now() - model.timing.agentBootMs - 1_000);
-      v.guest.files.set(SERVICE_PASSWORD_FILE, {
-        data: Buffer.from(auth.passwordFile),
-        mode: 0o640,
-        uid: 0,
-        gid: 13,
-      });
+      v.guest.placePasswordFile(SERVICE_PASSWORD_FILE, auth.passwordFile);
     },
-    // No Squid runs in the model: the answer is the one basic_ncsa_auth would give for the
-    // password file in the guest.
-    acceptsCredential: async (id, credential) => {
-      const f = vm(id).guest.files.get(SERVICE_PASSWORD_FILE);
-      if (f === undefined) throw new Error(`harness: the guest of ${id} has no password file`);
-      const hash = parsePasswordFile(f.data.toString('utf8')).get(credential.username);
-      return hash !== undefined && verifyPassword(credential.password, hash);
+    // No Squid runs in the model: the answer basic_ncsa_auth would give for the guest's file.
+    acceptsCredential: async (id, { username, password }) => {
+      const text = vm(id).guest.text(SERVICE_PASSWORD_FILE, id);
+      const hash = parsePasswordFile(text).get(username);
+      return hash !== undefined && verifyPassword(password, hash);
     },
     authSettleMs: 1000,
     credentialSentinel: TOKEN_SENTINEL,
