@@ -177,6 +177,50 @@ describe('the pool planner', () => {
     expect(s.maxUnavailable).toBe(1);
   });
 
+  it('a provider that latched half the pool at once: its Proxies are replaced, not counted as a fleet failing', () => {
+    const s = spec({
+      replicas: 4,
+      spread: [{ provider: 'a' }, { provider: 'b' }],
+      remediation: { startupTimeout: '1s' },
+    });
+    const onA = [1, 2].map(() => member());
+    // Made in the same instant, so both pass their startup timeout together.
+    const onB = [1, 2].map(() =>
+      member({ provider: 'b', ready: false, readyChanged: undefined, latched: true }),
+    );
+    const refusing = new Map([['b', 'provider b refused Proxy p permanently']]);
+    const plan = planPool({
+      spec: s,
+      hash: 'h1',
+      members: [...onA, ...onB],
+      now: 1_000,
+      failingProviders: refusing,
+    });
+    expect(plan.shortCircuit).toBe(false);
+    expect(plan.remediated, 'one at a time (maxInFlight 1)').toHaveLength(1);
+    expect(plan.create).toEqual([{ provider: 'a', index: 0 }]);
+    // Without the latch, two of four failing at once is above 40%: nothing is replaced.
+    const unknown = planPool({
+      spec: s,
+      hash: 'h1',
+      members: [...onA, ...onB.map((m) => ({ ...m, latched: false }))],
+      now: 1_000,
+      failingProviders: refusing,
+    });
+    expect(unknown.shortCircuit).toBe(true);
+    expect(unknown.remediated).toEqual([]);
+    // When no provider of the spread takes new Proxies, the latched ones count again.
+    const nowhere = planPool({
+      spec: s,
+      hash: 'h1',
+      members: [...onA, ...onB],
+      now: 1_000,
+      failingProviders: new Map([...refusing, ['a', 'provider a is not ready']]),
+    });
+    expect(nowhere.shortCircuit).toBe(true);
+    expect(nowhere.remediated).toEqual([]);
+  });
+
   it('replaces an unhealthy Proxy after unhealthyTimeout, one at a time, and none above maxUnhealthy', () => {
     const s = spec({
       replicas: 5,

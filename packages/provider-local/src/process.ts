@@ -20,7 +20,7 @@ import { probeHealth, proxyServerPath } from '@proxy-op/forward-proxy';
 import type { LocalConfig } from './config.js';
 import { LocalError } from './errors.js';
 import { type InstanceRecord, parseRecord, passwordPath, STATE_FILE, statePath } from './record.js';
-import { KILL_GRACE_MS, type LocalSeam } from './seam.js';
+import { ANSWER_POLL_MS, KILL_GRACE_MS, type LocalSeam } from './seam.js';
 
 /** The proxy program each instance runs: the program of `@proxy-op/forward-proxy`. */
 export function proxyProgramPath(): string {
@@ -136,6 +136,18 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
     },
     probe(name, address, port, signal) {
       return probeHealth(name, address, port, config.timeouts.probeMs, signal);
+    },
+    async awaitAnswering(name, pid, address, port, ms, signal) {
+      const file = statePath(dir, name);
+      const deadline = Date.now() + ms;
+      for (;;) {
+        if (await probeHealth(name, address, port, config.timeouts.probeMs, signal)) {
+          return 'answering';
+        }
+        if (!(await isAlive(pid, file, signal))) return 'exited';
+        if (Date.now() >= deadline) return 'timeout';
+        await abortable(delay(ANSWER_POLL_MS), signal);
+      }
     },
     async kill(name, pid, signal) {
       const file = statePath(dir, name);

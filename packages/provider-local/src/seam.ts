@@ -40,6 +40,21 @@ export interface LocalSeam {
   /** Whether the proxy of `name` answers its health check on `address:port`. */
   probe(name: string, address: string, port: number, signal?: AbortSignal): Promise<boolean>;
   /**
+   * Waits until the proxy of `name` (process `pid`) answers its health
+   * check on `address:port`, checking every {@link ANSWER_POLL_MS}: resolves
+   * `answering`, `exited` once the process is gone, or `timeout` after
+   * `ms`. One call however long the proxy takes to start, so a Create makes
+   * the same calls on a fast machine and a slow one.
+   */
+  awaitAnswering(
+    name: string,
+    pid: number,
+    address: string,
+    port: number,
+    ms: number,
+    signal?: AbortSignal,
+  ): Promise<'answering' | 'exited' | 'timeout'>;
+  /**
    * SIGTERM, then SIGKILL after `timeouts.stopMs`, then {@link KILL_GRACE_MS}
    * more; resolves once the process has exited.
    */
@@ -52,12 +67,16 @@ export interface LocalSeam {
   checkStateDir(signal?: AbortSignal): Promise<void>;
 }
 
+/** How often {@link LocalSeam.awaitAnswering} checks a starting proxy, in ms. */
+export const ANSWER_POLL_MS = 25;
+
 /** How long a kill waits after SIGKILL for the process to be gone, in ms. */
 export const KILL_GRACE_MS = 2_000;
 
 /**
  * The budget of each seam call (contract §4.16), from `timeouts`:
  * state-folder and process-table calls `fileMs`, a probe `probeMs` (plus
+ * `fileMs`), the wait for a starting proxy `startMs` plus one probe (plus
  * `fileMs`), a spawn `startMs`, a kill `stopMs` plus the SIGKILL grace
  * (plus `fileMs`).
  */
@@ -73,6 +92,7 @@ export function seamBudgets(t: LocalConfig['timeouts']): Readonly<Record<keyof L
     checkStateDir: t.fileMs,
     bindable: t.fileMs,
     probe: t.probeMs + t.fileMs,
+    awaitAnswering: t.startMs + t.probeMs + t.fileMs,
     spawn: t.startMs,
     kill: t.stopMs + KILL_GRACE_MS + t.fileMs,
   };

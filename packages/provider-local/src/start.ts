@@ -77,33 +77,28 @@ export async function ensureRunning(
   await waitAnswering(rt, current, ctx);
 }
 
-/** Polls the proxy until it answers; fails when its process exits or `timeouts.startMs` passes. */
+/** Waits until the proxy answers; fails when its process exits or `timeouts.startMs` passes. */
 async function waitAnswering(
   rt: Runtime,
   rec: InstanceRecord,
   ctx: OperationContext,
 ): Promise<void> {
   const { startMs } = rt.config.timeouts;
-  const deadline = Date.now() + startMs;
   const { name, address, pid } = rec;
   if (address === undefined || pid === undefined) {
     throw ctx.transient(`instance ${name} has no address or process yet`);
   }
-  for (;;) {
-    if (await rt.seam.probe(name, address, rec.port, ctx.signal)) return;
-    if (!(await rt.seam.alive(name, pid, ctx.signal))) {
-      const tail = await rt.seam.logTail(name, ctx.signal);
-      throw new LocalError(
-        'START_FAILED',
-        `the proxy process of ${name} exited while starting${tail === '' ? '' : `: ${tail}`}`,
-      );
-    }
-    if (Date.now() >= deadline) {
-      throw new LocalError(
-        'START_TIMEOUT',
-        `the proxy of ${name} did not answer on ${address}:${rec.port} within ${startMs} ms`,
-      );
-    }
-    await ctx.sleep(25);
+  const verdict = await rt.seam.awaitAnswering(name, pid, address, rec.port, startMs, ctx.signal);
+  if (verdict === 'answering') return;
+  if (verdict === 'exited') {
+    const tail = await rt.seam.logTail(name, ctx.signal);
+    throw new LocalError(
+      'START_FAILED',
+      `the proxy process of ${name} exited while starting${tail === '' ? '' : `: ${tail}`}`,
+    );
   }
+  throw new LocalError(
+    'START_TIMEOUT',
+    `the proxy of ${name} did not answer on ${address}:${rec.port} within ${startMs} ms`,
+  );
 }

@@ -112,6 +112,11 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
     probe: wrap('probe', async (name, address, port, signal) =>
       c.answering.has(address) ? true : real.probe(name, address, port, signal),
     ),
+    awaitAnswering: wrap('awaitAnswering', async (name, pid, address, port, ms, signal) =>
+      c.answering.has(address)
+        ? 'answering'
+        : real.awaitAnswering(name, pid, address, port, ms, signal),
+    ),
     kill: wrap('kill', async (name, pid, signal) => {
       const hold = c.killHolds.get(name);
       if (hold !== undefined) {

@@ -81,6 +81,10 @@ describe('the production seam honours its signal', () => {
       ['spawn', () => seam.spawn(rec, signal)],
       ['alive', () => seam.alive(rec.name, gone, signal)],
       ['probe', () => seam.probe(rec.name, '127.0.10.2', 3128, signal)],
+      [
+        'awaitAnswering',
+        () => seam.awaitAnswering(rec.name, gone, '127.0.10.2', 3128, 1_000, signal),
+      ],
       ['kill', () => seam.kill(rec.name, gone, signal)],
       ['logTail', () => seam.logTail(rec.name, signal)],
       ['bindable', () => seam.bindable('127.0.10.2', 0, signal)],

@@ -110,6 +110,7 @@ function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>): Member
     drainingUntil: draining.get(p.metadata.name),
     skipRemediation: a[SKIP_REMEDIATION_ANNOTATION] !== undefined,
     remediate: a[REMEDIATE_ANNOTATION] !== undefined,
+    latched: p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
   };
 }
 

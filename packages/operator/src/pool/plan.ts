@@ -12,7 +12,9 @@
  *   `unhealthyTimeout` after it was, or never Ready within `startupTimeout`,
  *   is deleted, at most `maxInFlight` at once, none while more than
  *   `maxUnhealthy` are unhealthy, and with a per-pool backoff so a template
- *   that cannot work does not create in a loop;
+ *   that cannot work does not create in a loop; a Proxy its provider latched
+ *   is not counted against `maxUnhealthy` while another provider of the
+ *   spread takes new Proxies (its cause is known, and the others carry it);
  * - on scale-down unhealthy Proxies go first, then by `deletePolicy`.
  *
  * Nothing here reads a clock or a random source: `now` is given, and every
@@ -50,6 +52,8 @@ export interface Member {
   readonly skipRemediation: boolean;
   /** `proxy-op.io/remediate` is set: replace it now. */
   readonly remediate: boolean;
+  /** Its provider refused it permanently (`Latched`): it will not become Ready as it is. */
+  readonly latched?: boolean | undefined;
 }
 
 /** What the planner knows besides the members. */
@@ -155,10 +159,14 @@ export function planPool(input: PlanInput): Plan {
   // their timeout or not: a fleet failing together is caught while its failures stagger)
   // than maxUnhealthy allows.
   const failing: Member[] = [];
+  // Latched on a provider the spread routes around: not evidence of a fleet failing together.
+  const carried = spec.spread.some((e) => !input.failingProviders.has(e.provider));
+  const known = (m: Member) =>
+    m.latched === true && carried && input.failingProviders.has(m.provider);
   const unhealthy = serving.filter((m) => {
     const at = unhealthyAt(m, spec);
     if (at === undefined) return false;
-    if (m.wasReady || at <= now) failing.push(m);
+    if ((m.wasReady || at <= now) && !known(m)) failing.push(m);
     if (at > now) {
       wake.push(at);
       return false;
