@@ -13,6 +13,7 @@ import type { ExchangeClient, ProxyContext, TrackedConnection } from './context.
 import { Exchange } from './exchange.js';
 import { httpDate } from './http-date.js';
 import { HeadError, parseRequestHead, type RequestHead } from './http1.js';
+import { metricsText } from './parents.js';
 import { HeadReader } from './reader.js';
 import { routeRequest, targetForLog } from './route.js';
 import { openTunnel } from './tunnel.js';
@@ -40,6 +41,7 @@ const REASONS: Record<number, string> = {
 };
 
 const EMPTY = Buffer.alloc(0);
+const ORIGIN_FORM = 'a proxy request needs an absolute URI (http://host/path)\n';
 
 /** A client connection. */
 export class ClientConn implements ExchangeClient, TrackedConnection {
@@ -240,6 +242,11 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       this.#health(head);
       return;
     }
+    if (route.kind === 'metrics') {
+      if (this.ctx.parents !== undefined) this.#metrics(head, started);
+      else this.answer(400, ORIGIN_FORM, head.method, '/metrics', started, 0);
+      return;
+    }
     if (route.kind === 'forward' || route.reason !== 'origin-form') {
       this.#allowed ??= this.ctx.allowed.allows(this.address);
       if (!this.#allowed) {
@@ -329,6 +336,24 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         `${close ? 'Connection: close\r\n' : ''}\r\n${body}`,
     );
     // Health probes are not proxy traffic: answered, never logged.
+    if (close) this.#finish(false);
+    else this.exchangeDone(true);
+  }
+
+  /** The parents' metrics, in the Prometheus text format, for allowed sources. */
+  #metrics(head: RequestHead, started: number): void {
+    this.#allowed ??= this.ctx.allowed.allows(this.address);
+    if (!this.#allowed) {
+      this.answer(403, 'this source may not use the proxy\n', head.method, '/metrics', started, 0);
+      return;
+    }
+    const text = metricsText(this.ctx.parents?.stats() ?? []);
+    const close = this.ctx.closing || !head.keepAlive || head.framing.kind !== 'none';
+    this.write(
+      'HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n' +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nDate: ${httpDate()}\r\n` +
+        `${close ? 'Connection: close\r\n' : ''}\r\n${head.method === 'HEAD' ? '' : text}`,
+    );
     if (close) this.#finish(false);
     else this.exchangeDone(true);
   }
@@ -436,6 +461,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       source: this.address,
       user,
       started,
+      session: this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
     });
   }
 }

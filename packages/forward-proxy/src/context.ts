@@ -13,6 +13,7 @@ import type { AccessLog } from './access-log.js';
 import type { ProxyAuth } from './auth.js';
 import type { ProxyLimits } from './limits.js';
 import type { OutgoingAddress } from './outgoing.js';
+import type { ParentSet } from './parents.js';
 import type { SourceList } from './sources.js';
 import type { UpstreamPool } from './upstream.js';
 
@@ -40,8 +41,10 @@ export interface ProxyContext {
   readonly log: AccessLog | undefined;
   /** Picks the source address of a connection to an origin. */
   readonly outgoing: OutgoingAddress;
-  /** The connections to origins. */
+  /** The connections to origins (or to the parents). */
   readonly pool: UpstreamPool;
+  /** The parent proxies everything goes through, when the proxy has them. */
+  readonly parents: ParentSet | undefined;
   /** The client connections open now. */
   readonly conns: Set<TrackedConnection>;
   /** The client sockets of the tunnels open now. */

@@ -11,13 +11,14 @@ import type { ExchangeClient } from './context.js';
 import { httpDate } from './http-date.js';
 import {
   endToEndFields,
-  fieldList,
   HeadError,
   parseResponseHead,
   type RequestHead,
   type ResponseHead,
 } from './http1.js';
+import type { Parent } from './parents.js';
 import { BodyReader, HeadReader } from './reader.js';
+import { requestHead } from './request-head.js';
 import type { HttpTarget } from './target.js';
 import type { Upstream, UpstreamOwner, UpstreamWaiter } from './upstream.js';
 
@@ -30,7 +31,6 @@ const COALESCE_BYTES = 16 * 1024;
 /** Interim (1xx) answers passed on before the final one; more is an origin gone wrong. */
 const MAX_INTERIM = 16;
 
-const SKIP_REQUEST: ReadonlySet<string> = new Set(['host', 'via', 'content-length']);
 const SKIP_NONE: ReadonlySet<string> = new Set();
 const SKIP_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 
@@ -44,8 +44,17 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   /** The user the request authenticated as, when the proxy requires it. */
   readonly #user: string | undefined;
   readonly #started = performance.now();
-  readonly #requestHead: string;
+  #requestHead: string;
   #upstream: Upstream | undefined;
+  /** Where the connection goes: the origin, or the parent carrying the request. */
+  #dialHost: string;
+  #dialPort: number;
+  /** The parent carrying the request, when the proxy has parents. */
+  #parent: Parent | undefined;
+  /** Parents tried for it: a failed connection is tried once more on another one. */
+  readonly #tried = new Set<Parent>();
+  readonly #session: string | undefined;
+  #sentAt = 0;
   #waiting = false;
   #retried = false;
   #finished = false;
@@ -85,7 +94,11 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     this.#reqBody = new BodyReader(f);
     this.reuse =
       RETRIABLE.has(head.method) && (f.kind === 'none' || (f.kind === 'length' && f.length === 0));
-    this.#requestHead = requestHead(head, target);
+    this.#dialHost = target.host;
+    this.#dialPort = target.port;
+    const parents = conn.ctx.parents;
+    this.#session = parents?.sessionOf(conn.address, head.fields.lower, head.fields.values);
+    this.#requestHead = parents === undefined ? requestHead(head, target) : '';
   }
 
   /** True while request body bytes are still expected from the client. */
@@ -99,12 +112,52 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   }
 
   start(): void {
+    const parents = this.#conn.ctx.parents;
+    if (parents !== undefined) {
+      const p = parents.pick(this.#session, this.#tried);
+      if (p === undefined) {
+        this.#fail(502, 'no upstream proxy is available\n');
+        return;
+      }
+      this.#parent = p;
+      this.#tried.add(p);
+      p.inFlight++;
+      p.requests++;
+      p.live.add(this.#cutByDrain);
+      this.#dialHost = p.host;
+      this.#dialPort = p.port;
+      const strip = parents.session === 'header' ? parents.sessionHeader : undefined;
+      this.#requestHead = requestHead(this.#head, this.#target, p, strip);
+    }
     this.#waiting = true;
-    this.#conn.ctx.pool.acquire(this.#target.host, this.#target.port, this);
+    this.#conn.ctx.pool.acquire(this.#dialHost, this.#dialPort, this);
+  }
+
+  /** The parent left the set and its drain is over. */
+  readonly #cutByDrain = (): void => {
+    if (this.#res === undefined) this.#fail(502, 'the upstream proxy left the pool\n');
+    else this.#cut();
+  };
+
+  /** Lets go of the parent, counting what went through it. */
+  #leaveParent(): void {
+    const p = this.#parent;
+    if (p === undefined) return;
+    this.#parent = undefined;
+    p.inFlight--;
+    p.live.delete(this.#cutByDrain);
+    p.bytesOut += this.#bytesIn;
+    p.bytesIn += this.#bytesOut;
+  }
+
+  /** The fields naming the parent, for the client. */
+  #upstreamField(): string {
+    return this.#parent === undefined ? '' : `X-Proxy-Op-Upstream: ${this.#parent.name}\r\n`;
   }
 
   onUpstream(u: Upstream): void {
     this.#waiting = false;
+    this.#sentAt = performance.now();
     if (this.#finished) {
       this.#conn.ctx.pool.release(u, true);
       return;
@@ -175,7 +228,15 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
         return;
       }
       this.#resBuf = undefined;
+      const p = this.#parent;
+      if (p !== undefined && res.status === 407) {
+        // The parent refused our credential: the client's request is not at fault.
+        this.#conn.ctx.parents?.failed(p);
+        this.#fail(502, `upstream ${p.name} refused the gateway's credential (407)\n`);
+        return;
+      }
       if (res.status >= 200) {
+        p?.succeeded(performance.now() - this.#sentAt);
         this.#respond(res, buf, end);
         return;
       }
@@ -226,7 +287,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     // The framing fields are ours: a Content-Length the body does not follow is never passed on.
     const skip = f.kind === 'none' ? SKIP_NONE : SKIP_LENGTH;
     const head =
-      `HTTP/1.1 ${res.status} ${res.reason}\r\n${endToEndFields(res, skip)}${framing}` +
+      `HTTP/1.1 ${res.status} ${res.reason}\r\n${endToEndFields(res, skip)}${this.#upstreamField()}${framing}` +
       `${res.hasDate ? '' : `Date: ${httpDate()}\r\n`}${connection}\r\n`;
     const rest = buf.length - at;
     if (f.kind === 'length' && rest > 0 && rest <= COALESCE_BYTES) {
@@ -298,13 +359,30 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   }
 
   onUpstreamClose(error: Error | undefined, timedOut: boolean): void {
+    const connected = this.#upstream?.connected === true;
+    const reused = this.#upstream?.reused === true;
     this.#upstream = undefined;
     if (this.#finished) return;
+    const p = this.#parent;
+    if (p !== undefined && this.#res === undefined && !this.#gotBytes && !reused) {
+      this.#conn.ctx.parents?.failed(p);
+      const others = this.#conn.ctx.parents?.hasOther(this.#tried) === true;
+      if (!connected && this.#bytesIn === 0 && this.#tried.size === 1 && others) {
+        // The parent could not be reached and nothing of the request went anywhere: another one.
+        this.#leaveParent();
+        this.#blocked = false;
+        this.start();
+        return;
+      }
+    }
     if (this.#res === undefined && !this.#gotBytes && this.reuse && !this.#retried && !timedOut) {
       // The origin closed a kept-open connection as the request left: once more, on a new one.
       this.#retried = true;
       this.reuse = false;
       this.#blocked = false;
+      // Not the parent's failure: it may carry the request again.
+      if (p !== undefined) this.#tried.delete(p);
+      this.#leaveParent();
       this.start();
       return;
     }
@@ -322,8 +400,9 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   clientGone(): void {
     if (this.#finished) return;
     this.#finished = true;
-    if (this.#waiting) this.#conn.ctx.pool.cancel(this.#target.host, this.#target.port, this);
+    if (this.#waiting) this.#conn.ctx.pool.cancel(this.#dialHost, this.#dialPort, this);
     this.#dropUpstream();
+    this.#leaveParent();
     this.#log(this.#status === 0 ? 502 : this.#status);
   }
 
@@ -346,6 +425,8 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     }
     this.#finished = true;
     this.#dropUpstream();
+    const fields = this.#upstreamField();
+    this.#leaveParent();
     this.#conn.answer(
       status,
       text,
@@ -353,6 +434,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       this.#target.logTarget,
       this.#started,
       this.#bytesIn,
+      fields,
     );
   }
 
@@ -361,6 +443,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     if (this.#finished) return;
     this.#finished = true;
     this.#dropUpstream();
+    this.#leaveParent();
     this.#log(502);
     this.#conn.destroy();
   }
@@ -376,6 +459,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       u.socket.resume();
       this.#conn.ctx.pool.release(u, res.keepAlive && bodyDone && !this.#surplus);
     }
+    this.#leaveParent();
     this.#log(res.status);
     this.#conn.exchangeDone(this.#keepClient && bodyDone);
   }
@@ -395,22 +479,4 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       durationMs: Math.round(performance.now() - this.#started),
     });
   }
-}
-
-/** The head sent to the origin: origin-form target, Host from the URI, hop-by-hop fields gone. */
-function requestHead(head: RequestHead, target: HttpTarget): string {
-  const f = head.framing;
-  const framing =
-    f.kind === 'length'
-      ? `Content-Length: ${f.length}\r\n`
-      : f.kind === 'chunked'
-        ? `Transfer-Encoding: ${head.transferEncoding}\r\n`
-        : '';
-  const via = fieldList(head, 'via');
-  const ours = `1.${head.minor} proxy-op`;
-  return (
-    `${head.method} ${target.path} HTTP/1.1\r\nHost: ${target.authority}\r\n` +
-    `${endToEndFields(head, SKIP_REQUEST)}${framing}Via: ${via === '' ? ours : `${via}, ${ours}`}\r\n` +
-    'Connection: keep-alive\r\n\r\n'
-  );
 }

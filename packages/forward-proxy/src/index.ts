@@ -10,6 +10,13 @@ export type { ProxyAuthOptions } from './auth.js';
 export { type HashOptions, hashPassword, verifyPassword } from './crypt.js';
 export { probeHealth } from './health.js';
 export { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
+export {
+  LATENCY_BUCKETS_MS,
+  type ParentOptions,
+  type ParentProxy,
+  type ParentStats,
+  type SessionPolicy,
+} from './parents.js';
 export { type PasswordEntries, parsePasswordFile } from './password-file.js';
 export { type ForwardProxy, type ForwardProxyOptions, startForwardProxy } from './proxy.js';
 export { proxyServerPath } from './proxy-server.js';

@@ -53,14 +53,14 @@ export function parsePasswordFile(text: string): PasswordEntries {
 /** How often the file is looked at, at most, in ms. */
 export const RECHECK_MS = 1_000;
 
-/** What identifies one version of the file: device, inode, size, modification and change times. */
-function stamp(path: string): string {
+/** What identifies one version of a file: device, inode, size, modification and change times. */
+export function fileStamp(path: string): string {
   const s = statSync(path, { bigint: true });
   return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 }
 
-/** Why the file could not be read, without its contents: the error's code, or its message. */
-function why(err: unknown): string {
+/** Why a file could not be read, without its contents: the error's code, or its message. */
+export function whyUnreadable(err: unknown): string {
   const code = (err as NodeJS.ErrnoException).code;
   return typeof code === 'string' ? code : String((err as Error).message);
 }
@@ -95,10 +95,10 @@ export class WatchedPasswordFile {
     this.#changed = changed;
     this.#checkedAt = performance.now();
     try {
-      this.#stamp = stamp(path);
+      this.#stamp = fileStamp(path);
       this.#users = this.#read();
     } catch (err) {
-      throw new Error(`auth.passwordFile: cannot read ${path} (${why(err)})`);
+      throw new Error(`auth.passwordFile: cannot read ${path} (${whyUnreadable(err)})`);
     }
   }
 
@@ -122,7 +122,7 @@ export class WatchedPasswordFile {
     this.#checkedAt = now;
     let next: string;
     try {
-      next = stamp(this.path);
+      next = fileStamp(this.path);
       if (next === this.#stamp) return;
       const users = this.#read();
       this.#stamp = next;
@@ -132,7 +132,7 @@ export class WatchedPasswordFile {
       this.#stamp = undefined;
       this.#users = undefined;
       this.#warn(
-        `password file ${this.path} cannot be read (${why(err)}); every request is refused until it can`,
+        `password file ${this.path} cannot be read (${whyUnreadable(err)}); every request is refused until it can`,
       );
     }
     this.#changed(this.#users);

@@ -2,8 +2,9 @@
  * The proxy program: `proxy-op-forward-proxy --config <file>` (the
  * package's `bin`, which calls {@link runProxyServer}). It reads its
  * options from the JSON file (name, address, port, allowed sources,
- * authentication, access log, limits, outgoing address; other fields are
- * ignored, so a state file can serve), serves until SIGTERM or SIGINT, then shuts down gracefully
+ * authentication, access log, limits, outgoing address, and `parents`:
+ * `{ file, session, … }`, whose file of upstreams is followed while it runs;
+ * other fields are ignored, so a state file can serve), serves until SIGTERM or SIGINT, then shuts down gracefully
  * and exits 0.
  * Diagnostics go to stderr. Importing this module starts nothing.
  *
@@ -16,6 +17,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { ParentOptions, ParentProxy } from './parents.js';
+import { readParentsFile, watchParentsFile } from './parents-file.js';
 import { type ForwardProxyOptions, startForwardProxy } from './proxy.js';
 
 /**
@@ -53,7 +56,22 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-function readConfig(argv: readonly string[]): ForwardProxyOptions {
+/** What the program's `parents` block holds: the file of upstreams, and how they are used. */
+type ParentsConfig = Omit<ParentOptions, 'upstreams'> & { readonly file: string };
+
+/** The `parents` block of the config file, with the upstreams its file names. */
+function readParents(file: string, c: unknown): ParentsConfig | undefined {
+  if (c === undefined) return undefined;
+  const p = c as Partial<ParentsConfig>;
+  if (typeof c !== 'object' || c === null || typeof p.file !== 'string') {
+    fail(`${file}: parents needs a file (the JSON list of upstreams)`);
+  }
+  return p as ParentsConfig;
+}
+
+function readConfig(argv: readonly string[]): ForwardProxyOptions & {
+  readonly parentsFile?: string | undefined;
+} {
   const at = argv.indexOf('--config');
   const file = at >= 0 ? argv[at + 1] : undefined;
   if (file === undefined) fail('usage: proxy-server --config <file>');
@@ -67,7 +85,19 @@ function readConfig(argv: readonly string[]): ForwardProxyOptions {
   if (typeof c.address !== 'string' || typeof c.port !== 'number') {
     fail(`${file} has no address and port`);
   }
+  const parents = readParents(file, (raw as { parents?: unknown }).parents);
+  let upstreams: ParentProxy[] = [];
+  if (parents !== undefined) {
+    try {
+      upstreams = readParentsFile(parents.file);
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  }
   return {
+    ...(parents === undefined
+      ? {}
+      : { parents: { ...parents, upstreams }, parentsFile: parents.file }),
     name: typeof c.name === 'string' ? c.name : '',
     address: c.address,
     port: c.port,
@@ -95,6 +125,21 @@ export async function runProxyServer(argv: readonly string[]): Promise<void> {
   });
   try {
     const proxy = await startForwardProxy(options);
+    if (options.parentsFile !== undefined) {
+      watchParentsFile(
+        options.parentsFile,
+        (list) => {
+          try {
+            proxy.setParents(list);
+          } catch (err) {
+            process.stderr.write(
+              `proxy-server: ${(err as Error).message}; the upstreams stay as they were\n`,
+            );
+          }
+        },
+        (message) => process.stderr.write(`proxy-server: ${message}\n`),
+      );
+    }
     process.stderr.write(
       `proxy-server: ${options.name} listening on ${proxy.address.address}:${proxy.address.port}\n`,
     );

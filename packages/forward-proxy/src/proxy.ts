@@ -16,6 +16,7 @@ import { ClientConn } from './connection.js';
 import type { ProxyContext, TrackedConnection } from './context.js';
 import { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
 import { outgoingAddressFor } from './outgoing.js';
+import { type ParentOptions, type ParentProxy, ParentSet, type ParentStats } from './parents.js';
 import { sourceList } from './sources.js';
 import { UpstreamPool } from './upstream.js';
 
@@ -45,6 +46,13 @@ export interface ForwardProxyOptions {
    * others, and when unset, the system picks it.
    */
   readonly outgoingAddress?: string | undefined;
+  /**
+   * Parent proxies: when set, every request and tunnel goes through one of
+   * them (with its credential) instead of to the origin, and the answer
+   * names it in `X-Proxy-Op-Upstream`: the proxy is a gateway in front of
+   * them. `GET /metrics` then answers their metrics to allowed sources.
+   */
+  readonly parents?: ParentOptions | undefined;
 }
 
 /** A running forward proxy. */
@@ -55,6 +63,15 @@ export interface ForwardProxy {
   connections(): number;
   /** Connections open to origins now, idle ones included. */
   originConnections(): number;
+  /**
+   * Replaces the parents: those that stay (same name and address) keep
+   * their counters and sessions and take a new credential for the next
+   * requests, those that leave take nothing new and drain for `drainMs`. Throws a `TypeError` for a bad
+   * entry, or when the proxy was started without `parents`.
+   */
+  setParents(upstreams: readonly ParentProxy[]): void;
+  /** What each parent has carried; empty without parents. */
+  parentStats(): ParentStats[];
   /**
    * Stops accepting, lets in-flight requests and tunnels finish for up to
    * `graceMs` (default the limit), cuts what is left, closes the access log.
@@ -93,6 +110,7 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     log,
     outgoing,
     pool: new UpstreamPool(limits, outgoing),
+    parents: options.parents === undefined ? undefined : new ParentSet(options.parents),
     conns: new Set<TrackedConnection>(),
     tunnels: new Set<Duplex>(),
     closing: false,
@@ -102,8 +120,12 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   // before a half-close still gets its answer.
   const server: Server = createServer({ allowHalfOpen: true, noDelay: true });
   server.maxConnections = limits.maxConnections;
+  // Past the shutdown grace, a connection still accepted (it was in the backlog) is cut at
+  // once: it would otherwise hold the close until its client gives up.
+  let cutting = false;
   server.on('connection', (socket: Socket) => {
-    new ClientConn(ctx, socket);
+    if (cutting) socket.destroy();
+    else new ClientConn(ctx, socket);
   });
   // The clocks are read after the poll phase has taken in what clients sent meanwhile: after
   // a pause of the process (a loaded machine), bytes already waiting in the kernel are not
@@ -143,6 +165,13 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     address,
     connections: () => ctx.conns.size,
     originConnections: () => ctx.pool.size,
+    setParents(upstreams) {
+      if (ctx.parents === undefined) {
+        throw new TypeError('this proxy was started without parents; give options.parents');
+      }
+      ctx.parents.set(upstreams);
+    },
+    parentStats: () => ctx.parents?.stats() ?? [],
     close(graceMs = limits.shutdownGraceMs) {
       closed ??= (async () => {
         ctx.closing = true;
@@ -153,6 +182,7 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
           closeIdle();
           await new Promise((r) => setTimeout(r, 50));
         }
+        cutting = true;
         for (const c of ctx.conns) c.socket.destroy();
         for (const t of ctx.tunnels) t.destroy();
         await stopped;

@@ -15,6 +15,8 @@ export type RouteRefusal = 'origin-form' | 'not-a-url' | 'not-http' | 'expectati
 /** What is done with a request. */
 export type Route =
   | { readonly kind: 'health' }
+  /** The parents' metrics; a proxy without parents refuses it as any origin-form request. */
+  | { readonly kind: 'metrics' }
   | { readonly kind: 'tunnel' }
   | { readonly kind: 'forward'; readonly target: HttpTarget }
   | {
@@ -32,7 +34,9 @@ export function routeRequest(head: RequestHead): Route {
   if (head.method === 'CONNECT') return TUNNEL;
   const url = head.target;
   if (url.startsWith('/')) {
-    if (url === '/healthz' && (head.method === 'GET' || head.method === 'HEAD')) return HEALTH;
+    const get = head.method === 'GET' || head.method === 'HEAD';
+    if (url === '/healthz' && get) return HEALTH;
+    if (url === '/metrics' && get) return METRICS;
     return refuse(
       'origin-form',
       400,
@@ -59,6 +63,7 @@ export function routeRequest(head: RequestHead): Route {
 
 const TUNNEL: Route = { kind: 'tunnel' };
 const HEALTH: Route = { kind: 'health' };
+const METRICS: Route = { kind: 'metrics' };
 
 function refuse(reason: RouteRefusal, status: number, text: string, url: string): Route {
   return { kind: 'refuse', reason, status, text: `${text}\n`, logTarget: targetForLog(url) };

@@ -1,13 +1,24 @@
 /**
- * CONNECT tunnels: a TCP connection to the named host and port, bytes
- * piped both ways with backpressure, half-closes passed on, idle ones
- * closed, and one access-log line when the tunnel ends.
+ * CONNECT tunnels: a TCP connection to the named host and port (or, when
+ * the proxy has parents, a CONNECT through one of them), bytes piped both
+ * ways with backpressure, half-closes passed on, idle ones closed, and one
+ * access-log line when the tunnel ends.
+ *
+ * Through a parent, the client's `200` is sent only once the parent's own
+ * `200` came, and names the parent (`X-Proxy-Op-Upstream`). Until then
+ * nothing has reached the client, so a parent that cannot be reached, or
+ * answers the CONNECT with a 5xx, is tried once more on another one; a
+ * parent that refuses the gateway's credential (`407`) or the tunnel
+ * (`403`) makes a `502` that names it.
  *
  * @module
  */
 import { connect, type Socket } from 'node:net';
 import type { ProxyContext } from './context.js';
+import { HeadError, parseResponseHead } from './http1.js';
+import type { Parent } from './parents.js';
 import { ReadBuffer } from './read-buffers.js';
+import { HeadReader } from './reader.js';
 import { parseAuthority } from './target.js';
 
 /** Who asked for a tunnel, for its refusal and its access-log line. */
@@ -20,7 +31,20 @@ export interface TunnelClient {
   readonly user: string | undefined;
   /** When the CONNECT head was read (`performance.now()`). */
   readonly started: number;
+  /** The session the tunnel belongs to, when the proxy's parents keep sessions. */
+  readonly session?: string | undefined;
 }
+
+/** Largest answer head a parent may send to CONNECT. */
+const MAX_PARENT_HEAD = 16 * 1024;
+
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
 
 /** Opens a tunnel for `client`, whose CONNECT head has been read; `head` is what followed it. */
 export function openTunnel(
@@ -31,12 +55,14 @@ export function openTunnel(
   who: TunnelClient,
 ): void {
   const { allowed, source, user, started } = who;
-  const { limits, tunnels } = ctx;
+  const { limits, tunnels, parents } = ctx;
   // Nothing is read until the tunnel pipes it (pipe() resumes the socket).
   client.pause();
   let bytesIn = 0;
   let bytesOut = 0;
   let status = 0;
+  let parent: Parent | undefined;
+  const tried = new Set<Parent>();
   const done = () =>
     ctx.log?.write({
       time: new Date().toISOString(),
@@ -49,49 +75,47 @@ export function openTunnel(
       bytesOut,
       durationMs: Math.round(performance.now() - started),
     });
-  const refuse = (code: number, reason: string) => {
+  const named = () => (parent === undefined ? '' : `X-Proxy-Op-Upstream: ${parent.name}\r\n`);
+  const leave = () => {
+    const p = parent;
+    if (p === undefined) return;
+    parent = undefined;
+    p.inFlight--;
+    p.live.delete(finish);
+    p.bytesOut += bytesIn;
+    p.bytesIn += bytesOut;
+  };
+  const refuse = (code: number, text = '') => {
     status = code;
-    client.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    const body = text === '' ? '' : `${text}\n`;
+    client.end(
+      `HTTP/1.1 ${code} ${REASONS[code] ?? ''}\r\n${named()}Connection: close\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     setTimeout(() => client.destroy(), 1_000).unref();
+    tunnels.delete(client);
+    leave();
     done();
   };
   if (!allowed) {
-    refuse(403, 'Forbidden');
+    refuse(403);
     return;
   }
   if (ctx.closing) {
-    refuse(503, 'Service Unavailable');
+    refuse(503);
     return;
   }
   const hostPort = parseAuthority(authority);
   if (hostPort === undefined) {
-    refuse(400, 'Bad Request');
+    refuse(400);
     return;
   }
   tunnels.add(client);
-  const localAddress = ctx.outgoing(hostPort.host);
-  // Origin to client, the way most bytes go: each read lands in a reused buffer and is written
-  // on at once; a client that cannot take more stops the reading until it drains.
-  const reads = new ReadBuffer();
-  const upstream = connect({
-    host: hostPort.host,
-    port: hostPort.port,
-    ...(localAddress === undefined ? {} : { localAddress }),
-    allowHalfOpen: true,
-    noDelay: true,
-    timeout: limits.connectTimeoutMs,
-    onread: {
-      buffer: reads.next,
-      callback: (n: number, buf: Uint8Array): boolean => {
-        reads.got(n);
-        const more = client.write(n === buf.length ? buf : buf.subarray(0, n));
-        reads.lend(client);
-        return more;
-      },
-    },
-  });
+
+  let upstream: Socket;
+  let reads: ReadBuffer;
   let finished = false;
-  const finish = () => {
+  function finish(): void {
     if (finished) return;
     finished = true;
     tunnels.delete(client);
@@ -100,54 +124,207 @@ export function openTunnel(
     client.destroy();
     upstream.destroy();
     reads.release();
+    leave();
     done();
+  }
+
+  /** One attempt: to the target, or to a parent (the first, or the one after a failed one). */
+  const dial = (): void => {
+    if (parents !== undefined) {
+      const p = parents.pick(who.session, tried);
+      if (p === undefined) {
+        finished = true;
+        refuse(502, 'no upstream proxy is available');
+        return;
+      }
+      parent = p;
+      tried.add(p);
+      p.inFlight++;
+      p.tunnels++;
+      p.live.add(finish);
+    }
+    const via = parent;
+    const to = via ?? hostPort;
+    const localAddress = ctx.outgoing(to.host);
+    const dialed = performance.now();
+    // The parent's answer to our CONNECT, until it is whole.
+    let answer: Buffer | undefined;
+    const heads = new HeadReader(MAX_PARENT_HEAD);
+    let open = via === undefined;
+    /** This attempt was given up (for another one, or for an answer of our own). */
+    let over = false;
+    const r = new ReadBuffer();
+    reads = r;
+    // Origin to client, the way most bytes go: each read lands in a reused buffer and is written
+    // on at once; a client that cannot take more stops the reading until it drains.
+    const sock = connect({
+      host: to.host,
+      port: to.port,
+      ...(localAddress === undefined ? {} : { localAddress }),
+      allowHalfOpen: true,
+      noDelay: true,
+      timeout: limits.connectTimeoutMs,
+      onread: {
+        buffer: r.next,
+        callback: (n: number, buf: Uint8Array): boolean => {
+          r.got(n);
+          const chunk = n === buf.length ? buf : buf.subarray(0, n);
+          if (open) {
+            const more = client.write(chunk);
+            r.lend(client);
+            return more;
+          }
+          if (over) return true;
+          answer = answer === undefined ? Buffer.from(chunk) : Buffer.concat([answer, chunk]);
+          parentAnswered(answer);
+          return true;
+        },
+      },
+    });
+    upstream = sock;
+
+    /**
+     * Tries once more on another parent when nothing reached the client (and
+     * nothing of the tunnel reached the parent); true when it did.
+     */
+    const again = (): boolean => {
+      if (via === undefined || tried.size !== 1 || status !== 0) return false;
+      if (parents?.hasOther(tried) !== true) return false;
+      over = true;
+      sock.destroy();
+      r.release();
+      leave();
+      dial();
+      return true;
+    };
+    const parentAnswered = (buf: Buffer): void => {
+      const p = via as Parent;
+      let code: number;
+      let end: number;
+      try {
+        const span = heads.find(buf);
+        if (span === undefined) return;
+        end = span.end;
+        code = parseResponseHead(buf.toString('latin1', span.start, end - 4), 'CONNECT').status;
+      } catch (err) {
+        if (!(err instanceof HeadError)) throw err;
+        code = 0;
+        end = buf.length;
+      }
+      if (code >= 200 && code < 300) {
+        p.succeeded(performance.now() - dialed);
+        open = true;
+        established(buf.subarray(end));
+        return;
+      }
+      if (code === 407) {
+        parents?.failed(p);
+        drop();
+        refuse(502, `upstream ${p.name} refused the gateway's credential (407)`);
+        return;
+      }
+      if (code === 403) {
+        drop();
+        refuse(502, `upstream ${p.name} refused the tunnel (403)`);
+        return;
+      }
+      if ((code === 0 || code >= 500) && again()) return;
+      if (code === 0) parents?.failed(p);
+      drop();
+      refuse(
+        502,
+        `upstream ${p.name} answered the tunnel with ${code === 0 ? 'a malformed head' : code}`,
+      );
+    };
+    /** Lets go of the attempt's socket before an answer of our own. */
+    const drop = () => {
+      over = true;
+      finished = true;
+      sock.destroy();
+      r.release();
+    };
+
+    sock.once('timeout', () => {
+      if (over || status !== 0 || finished) return;
+      if (via !== undefined) parents?.failed(via);
+      if (again()) return;
+      drop();
+      refuse(504, via === undefined ? '' : `upstream ${via.name} did not answer in time`);
+    });
+    sock.once('error', (err: NodeJS.ErrnoException) => {
+      if (over) return;
+      if (status === 0 && !finished) {
+        if (via !== undefined) parents?.failed(via);
+        if (again()) return;
+        drop();
+        refuse(502, via === undefined ? '' : `upstream ${via.name} failed: ${err.code ?? 'error'}`);
+      } else finish();
+    });
+    // A parent that closes before its answer (it was stopping, say): as a failed connection. The
+    // socket is half-open, so a FIN alone would leave it waiting for an answer that never comes.
+    sock.once('end', () => {
+      if (!open) sock.destroy();
+    });
+    sock.once('close', () => {
+      if (over || status !== 0 || finished || via === undefined) return;
+      parents?.failed(via);
+      if (again()) return;
+      drop();
+      refuse(502, `upstream ${via.name} closed the connection before it answered`);
+    });
+    sock.once('connect', () => {
+      if (over || finished) return;
+      if (via === undefined) {
+        established(Buffer.alloc(0));
+        return;
+      }
+      sock.write(
+        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${via.authField}\r\n`,
+        'latin1',
+      );
+    });
+    const established = (early: Buffer): void => {
+      status = 200;
+      sock.setTimeout(limits.idleTimeoutMs, finish);
+      client.setTimeout(limits.idleTimeoutMs, finish);
+      client.write(`HTTP/1.1 200 Connection Established\r\n${named()}\r\n`);
+      if (early.length > 0) client.write(early);
+      if (head.length > 0) sock.write(head);
+      // Client to origin: the client socket's own reads, with backpressure both ways.
+      client.on('data', (c: Buffer) => {
+        if (!sock.write(c)) client.pause();
+      });
+      sock.on('drain', () => client.resume());
+      client.on('drain', () => sock.resume());
+      // Each side's end is passed on as a half-close; the tunnel ends when both have.
+      let ends = 0;
+      const oneSideDone = () => {
+        if (++ends === 2) finish();
+      };
+      client.once('end', () => {
+        sock.end();
+        oneSideDone();
+      });
+      sock.once('end', () => {
+        client.end();
+        oneSideDone();
+      });
+      sock.once('close', finish);
+      client.resume();
+    };
   };
-  upstream.once('timeout', () => {
-    if (status === 0) {
+  client.on('error', () => {
+    if (status !== 0) finish();
+  });
+  client.once('close', () => {
+    if (status === 0 && !finished) {
+      finished = true;
       upstream.destroy();
       reads.release();
       tunnels.delete(client);
-      finished = true;
-      refuse(504, 'Gateway Timeout');
-    }
-  });
-  upstream.once('error', () => {
-    if (status === 0) {
-      reads.release();
-      tunnels.delete(client);
-      finished = true;
-      refuse(502, 'Bad Gateway');
+      leave();
+      done();
     } else finish();
   });
-  client.on('error', finish);
-  client.once('close', finish);
-  upstream.once('connect', () => {
-    if (finished) return;
-    status = 200;
-    upstream.setTimeout(limits.idleTimeoutMs, finish);
-    client.setTimeout(limits.idleTimeoutMs, finish);
-    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    if (head.length > 0) upstream.write(head);
-    // Client to origin: the client socket's own reads, with backpressure both ways.
-    client.on('data', (c: Buffer) => {
-      if (!upstream.write(c)) client.pause();
-    });
-    upstream.on('drain', () => client.resume());
-    client.on('drain', () => upstream.resume());
-    // Each side's end is passed on as a half-close; the tunnel ends when both have.
-    let ends = 0;
-    const oneSideDone = () => {
-      if (++ends === 2) finish();
-    };
-    client.once('end', () => {
-      upstream.end();
-      oneSideDone();
-    });
-    upstream.once('end', () => {
-      client.end();
-      oneSideDone();
-    });
-    upstream.once('close', finish);
-    client.resume();
-  });
+  dial();
 }

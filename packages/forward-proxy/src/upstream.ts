@@ -52,6 +52,8 @@ export class Upstream {
   owner: UpstreamOwner | undefined;
   /** True once it has carried a request before the current one. */
   reused = false;
+  /** True once the TCP connection was made. */
+  connected = false;
   idleSince = 0;
   #error: Error | undefined;
   #timedOut = false;
@@ -74,7 +76,10 @@ export class Upstream {
     });
     this.socket = socket;
     socket.setTimeout(limits.connectTimeoutMs);
-    socket.once('connect', () => socket.setTimeout(limits.idleTimeoutMs));
+    socket.once('connect', () => {
+      this.connected = true;
+      socket.setTimeout(limits.idleTimeoutMs);
+    });
     socket.on('end', () => {
       if (this.owner !== undefined) this.owner.onUpstreamEnd();
       else socket.destroy();

@@ -321,6 +321,7 @@ function fakeContext(maxPipelinedRequests: number): ProxyContext {
     log: undefined,
     outgoing: () => undefined,
     pool: {} as ProxyContext['pool'],
+    parents: undefined,
     conns: new Set(),
     tunnels: new Set(),
     closing: false,

@@ -51,6 +51,7 @@ export async function startProgram(config: {
   limits?: Record<string, number>;
   outgoingAddress?: string;
   auth?: { realm: string; passwordFile: string; credentialsTtlMs?: number };
+  parents?: Record<string, unknown>;
 }): Promise<RunningProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'forward-proxy-program-'));
   const accessLog = join(dir, 'access.log');

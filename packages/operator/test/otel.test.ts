@@ -133,7 +133,9 @@ describe('the local provider traced over OTLP/HTTP', () => {
       callPrefix: 'local.',
     });
     expect(trace.problems).toEqual([]);
-    expect(trace.names.create).toEqual(expect.arrayContaining(['local.spawn', 'local.probe']));
+    expect(trace.names.create).toEqual(
+      expect.arrayContaining(['local.spawn', 'local.awaitAnswering']),
+    );
     expect(trace.names.delete).toEqual(expect.arrayContaining(['local.kill', 'local.removeState']));
     expect(leakedIn(receiver.text(), CLOUD_INIT_SENTINEL)).toBeUndefined();
   }, 60_000);

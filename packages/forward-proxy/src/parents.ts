@@ -1,0 +1,425 @@
+/**
+ * Parent proxies: when a proxy is given them, it forwards every request and
+ * tunnel through one of them instead of connecting to origins itself (a
+ * gateway in front of a pool of proxies). This module keeps the set: which
+ * parent a request goes to (the one with the fewest requests in flight, or
+ * the one its session is held to), which are taken out after failing in a
+ * row, and what each has carried (requests, tunnels, bytes, failures,
+ * latency), for the metrics.
+ *
+ * A parent's credential becomes the `Proxy-Authorization` value sent to it
+ * and is kept nowhere else: not in the stats, the access log or an error.
+ *
+ * @module
+ */
+
+/** A parent proxy as the proxy is given it. */
+export interface ParentProxy {
+  /** What names it to clients (the `X-Proxy-Op-Upstream` field) and in the metrics. */
+  readonly name: string;
+  /** `http://[user:password@]host:port`, the user and password percent-encoded as in any URL. */
+  readonly url: string;
+  /**
+   * When it was last verified (any string that changes with each
+   * verification, such as the time of the last passed probe): a parent
+   * taken out for failing comes back once this changes.
+   */
+  readonly verified?: string | undefined;
+}
+
+/** How requests are kept together on one parent. */
+export type SessionPolicy = 'none' | 'client' | 'header';
+
+/** How the proxy uses its parents. */
+export interface ParentOptions {
+  /** The parents; {@link ForwardProxy.setParents} replaces them while the proxy runs. */
+  readonly upstreams: readonly ParentProxy[];
+  /**
+   * `none` (the default): each request and tunnel to the parent with the
+   * fewest in flight; `client`: each client address stays on one parent;
+   * `header`: requests with the same value of `sessionHeader` stay on
+   * one parent (the field is not forwarded). A session moves only when its
+   * parent leaves the set or is taken out for failing.
+   */
+  readonly session?: SessionPolicy | undefined;
+  /** The field `session: header` keys on (default `x-proxy-op-session`). */
+  readonly sessionHeader?: string | undefined;
+  /** Failures in a row that take a parent out (default 3). */
+  readonly ejectAfterFailures?: number | undefined;
+  /** How long a parent taken out stays out unless it is verified again first, in ms (default 30000). */
+  readonly ejectMs?: number | undefined;
+  /** How long tunnels and requests through a parent that left the set may go on, in ms (default 30000). */
+  readonly drainMs?: number | undefined;
+}
+
+/** What one parent has carried, as {@link ForwardProxy.parentStats} reports it. */
+export interface ParentStats {
+  /** The parent's name. */
+  readonly name: string;
+  /** `host:port`, never the credential. */
+  readonly address: string;
+  /** In the set and not taken out. */
+  readonly available: boolean;
+  /** Requests and tunnels in flight now. */
+  readonly inFlight: number;
+  /** HTTP requests sent to it. */
+  readonly requests: number;
+  /** CONNECT tunnels opened through it (or tried). */
+  readonly tunnels: number;
+  /** Connections refused or cut before an answer, and refused credentials. */
+  readonly failures: number;
+  /** Bytes of request bodies and tunnels sent to it. */
+  readonly bytesOut: number;
+  /** Bytes of answer bodies and tunnels received from it. */
+  readonly bytesIn: number;
+  /**
+   * Time to the answer's head (requests) or the tunnel's opening: counts per
+   * bucket (upper bounds in ms), the last one for longer than every bound.
+   */
+  readonly latency: { readonly buckets: readonly number[]; readonly counts: readonly number[] };
+  /** The sum of every latency counted, in ms. */
+  readonly latencySumMs: number;
+}
+
+/** The latency buckets of {@link ParentStats}, in ms. */
+export const LATENCY_BUCKETS_MS: readonly number[] = [
+  1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500,
+];
+
+/** What a parent's name may hold: it is sent in a header field. */
+const NAME = /^[A-Za-z0-9._~:-]{1,253}$/;
+
+/** Sessions remembered at most; the oldest is forgotten first. */
+const MAX_SESSIONS = 65_536;
+
+/** One parent, as the requests through it share it. */
+export class Parent {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  /** `Basic …` for its credential, or undefined without one. */
+  authorization: string | undefined;
+  verified: string | undefined;
+  inFlight = 0;
+  requests = 0;
+  tunnels = 0;
+  failures = 0;
+  bytesOut = 0;
+  bytesIn = 0;
+  latencySumMs = 0;
+  /** One count per bucket of {@link LATENCY_BUCKETS_MS}, then one for longer. */
+  readonly latencyCounts: number[] = [...LATENCY_BUCKETS_MS.map(() => 0), 0];
+  /** Failures since the last success. */
+  inARow = 0;
+  /** Out until then (`performance.now()`), and the verification it was taken out at. */
+  outUntil = 0;
+  outAt: string | undefined;
+  /** False once it has left the set. */
+  member = true;
+  /** What cuts each tunnel and request through it, for a drain that ends. */
+  readonly live = new Set<() => void>();
+
+  constructor(p: ParentProxy) {
+    if (typeof p.name !== 'string' || !NAME.test(p.name)) {
+      throw new TypeError(
+        `a parent's name is ${JSON.stringify(p.name)}; give 1 to 253 letters, digits or . _ ~ : -`,
+      );
+    }
+    const u = parseParentUrl(p);
+    this.name = p.name;
+    this.host = u.host;
+    this.port = u.port;
+    this.authorization = u.authorization;
+    this.verified = p.verified;
+  }
+
+  /** The key a parent is known by across updates: its name and address. */
+  get key(): string {
+    return `${this.name}\0${this.host}:${this.port}`;
+  }
+
+  /** The field line sent to it, or ''. */
+  get authField(): string {
+    return this.authorization === undefined ? '' : `Proxy-Authorization: ${this.authorization}\r\n`;
+  }
+
+  available(now: number): boolean {
+    return this.member && this.outUntil <= now;
+  }
+
+  /** It answered: the failures in a row start again. */
+  succeeded(latencyMs: number): void {
+    this.inARow = 0;
+    this.latencySumMs += latencyMs;
+    const i = LATENCY_BUCKETS_MS.findIndex((b) => latencyMs <= b);
+    const at = i < 0 ? LATENCY_BUCKETS_MS.length : i;
+    this.latencyCounts[at] = (this.latencyCounts[at] ?? 0) + 1;
+  }
+}
+
+/** The parents of one proxy. */
+export class ParentSet {
+  readonly session: SessionPolicy;
+  /** Lowercased. */
+  readonly sessionHeader: string;
+  readonly #ejectAfter: number;
+  readonly #ejectMs: number;
+  readonly #drainMs: number;
+  #parents: Parent[] = [];
+  /** Every parent still carrying something or in the set, for the stats. */
+  readonly #known = new Map<string, Parent>();
+  readonly #sessions = new Map<string, Parent>();
+  #turn = 0;
+
+  constructor(o: ParentOptions) {
+    this.session = o.session ?? 'none';
+    if (!['none', 'client', 'header'].includes(this.session)) {
+      throw new TypeError(`parents.session is "${String(o.session)}"; use none, client or header`);
+    }
+    this.sessionHeader = (o.sessionHeader ?? 'x-proxy-op-session').toLowerCase();
+    this.#ejectAfter = positive(o.ejectAfterFailures, 3, 'parents.ejectAfterFailures');
+    this.#ejectMs = positive(o.ejectMs, 30_000, 'parents.ejectMs');
+    this.#drainMs = positive(o.drainMs, 30_000, 'parents.drainMs');
+    this.set(o.upstreams);
+  }
+
+  /**
+   * Replaces the set. A parent that stays (same name and address) keeps its
+   * counters and takes a new credential for the next requests, and comes back at once when it was out and its `verified`
+   * changed; one that leaves takes nothing new, and what still runs through
+   * it is cut after `drainMs`.
+   */
+  set(list: readonly ParentProxy[]): void {
+    const next: Parent[] = [];
+    const seen = new Set<string>();
+    for (const p of list) {
+      const fresh = new Parent(p);
+      if (seen.has(fresh.key)) continue;
+      seen.add(fresh.key);
+      const old = this.#known.get(fresh.key);
+      if (old?.member) {
+        // A new credential (a rotation) is sent from the next request on; what runs goes on.
+        old.authorization = fresh.authorization;
+        if (old.outUntil > 0 && p.verified !== undefined && p.verified !== old.outAt) {
+          old.outUntil = 0;
+          old.inARow = 0;
+        }
+        old.verified = p.verified;
+        next.push(old);
+      } else {
+        if (old !== undefined) this.#leave(old);
+        this.#known.set(fresh.key, fresh);
+        next.push(fresh);
+      }
+    }
+    for (const p of this.#parents) if (!seen.has(p.key) && p.member) this.#leave(p);
+    this.#parents = next;
+  }
+
+  #leave(p: Parent): void {
+    p.member = false;
+    if (this.#known.get(p.key) === p) this.#known.delete(p.key);
+    if (p.live.size === 0) return;
+    setTimeout(() => {
+      for (const cut of [...p.live]) cut();
+    }, this.#drainMs).unref();
+  }
+
+  /** The session a request belongs to, from its client address and fields. */
+  sessionOf(
+    client: string,
+    names: readonly string[],
+    values: readonly string[],
+  ): string | undefined {
+    if (this.session === 'client') return client;
+    if (this.session === 'header') {
+      const i = names.indexOf(this.sessionHeader);
+      return i < 0 ? undefined : values[i];
+    }
+    return undefined;
+  }
+
+  /**
+   * The parent for a request of `session` (undefined: none), other than
+   * those in `tried`: its session's parent while that one is available,
+   * else the available one with the fewest in flight (ties in turn).
+   * Undefined when none is available.
+   */
+  pick(session: string | undefined, tried: ReadonlySet<Parent>): Parent | undefined {
+    const now = performance.now();
+    if (session !== undefined) {
+      const held = this.#sessions.get(session);
+      if (held?.available(now) && !tried.has(held)) return held;
+    }
+    const n = this.#parents.length;
+    let best: Parent | undefined;
+    for (let i = 0; i < n; i++) {
+      const p = this.#parents[(this.#turn + i) % n] as Parent;
+      if (!p.available(now) || tried.has(p)) continue;
+      if (best === undefined || p.inFlight < best.inFlight) best = p;
+    }
+    this.#turn = n === 0 ? 0 : (this.#turn + 1) % n;
+    if (best !== undefined && session !== undefined && tried.size === 0) {
+      this.#sessions.delete(session);
+      this.#sessions.set(session, best);
+      if (this.#sessions.size > MAX_SESSIONS) {
+        const oldest = this.#sessions.keys().next().value as string;
+        this.#sessions.delete(oldest);
+      }
+    }
+    return best;
+  }
+
+  /** Whether a parent other than those in `tried` is available now. */
+  hasOther(tried: ReadonlySet<Parent>): boolean {
+    const now = performance.now();
+    return this.#parents.some((p) => p.available(now) && !tried.has(p));
+  }
+
+  /** A request or tunnel through `p` failed before its answer: out after enough in a row. */
+  failed(p: Parent): void {
+    p.failures++;
+    p.inARow++;
+    if (p.inARow >= this.#ejectAfter && p.outUntil <= performance.now()) {
+      p.outUntil = performance.now() + this.#ejectMs;
+      p.outAt = p.verified;
+    }
+  }
+
+  /** What each parent has carried: those in the set, then those still draining. */
+  stats(): ParentStats[] {
+    const now = performance.now();
+    const all = new Set<Parent>([...this.#parents, ...this.#known.values()]);
+    return [...all].map((p) => ({
+      name: p.name,
+      address: `${p.host}:${p.port}`,
+      available: p.available(now),
+      inFlight: p.inFlight,
+      requests: p.requests,
+      tunnels: p.tunnels,
+      failures: p.failures,
+      bytesOut: p.bytesOut,
+      bytesIn: p.bytesIn,
+      latency: { buckets: LATENCY_BUCKETS_MS, counts: [...p.latencyCounts] },
+      latencySumMs: p.latencySumMs,
+    }));
+  }
+}
+
+function positive(v: number | undefined, dflt: number, field: string): number {
+  if (v === undefined) return dflt;
+  if (!Number.isFinite(v) || v <= 0) {
+    throw new TypeError(`${field} is ${String(v)}; give a number above 0`);
+  }
+  return v;
+}
+
+/** The address and the Basic credential of a parent's URL; the error never shows the URL. */
+function parseParentUrl(p: ParentProxy): {
+  host: string;
+  port: number;
+  authorization: string | undefined;
+} {
+  let u: URL;
+  try {
+    u = new URL(p.url);
+  } catch {
+    throw new TypeError(`the url of parent ${p.name} is not a URL; give http://host:port`);
+  }
+  if (u.protocol !== 'http:') {
+    throw new TypeError(`the url of parent ${p.name} is not http://; give http://host:port`);
+  }
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  const port = u.port === '' ? 80 : Number(u.port);
+  const user = decodeURIComponent(u.username);
+  const password = decodeURIComponent(u.password);
+  const authorization =
+    user === '' && password === ''
+      ? undefined
+      : `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+  return { host, port, authorization };
+}
+
+/** Escapes a label value of the Prometheus text format. */
+function label(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/**
+ * The parents' stats in the Prometheus text format (0.0.4): per parent,
+ * requests, tunnels, failures and bytes (counters), in flight and
+ * availability (gauges), and the latency to the answer or the tunnel's
+ * opening (a histogram in seconds). Labelled by name, never by credential.
+ */
+export function metricsText(stats: readonly ParentStats[]): string {
+  const lines: string[] = [];
+  const family = (
+    name: string,
+    type: 'counter' | 'gauge',
+    help: string,
+    value: (s: ParentStats) => number,
+  ) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const s of stats) lines.push(`${name}{upstream="${label(s.name)}"} ${value(s)}`);
+  };
+  const p = 'proxy_op_gateway_upstream';
+  family(
+    `${p}_requests_total`,
+    'counter',
+    'HTTP requests sent to the upstream.',
+    (s) => s.requests,
+  );
+  family(
+    `${p}_tunnels_total`,
+    'counter',
+    'CONNECT tunnels opened through the upstream.',
+    (s) => s.tunnels,
+  );
+  family(
+    `${p}_failures_total`,
+    'counter',
+    'Requests and tunnels the upstream failed before an answer.',
+    (s) => s.failures,
+  );
+  family(
+    `${p}_sent_bytes_total`,
+    'counter',
+    'Bytes of bodies and tunnels sent to the upstream.',
+    (s) => s.bytesOut,
+  );
+  family(
+    `${p}_received_bytes_total`,
+    'counter',
+    'Bytes of bodies and tunnels received from the upstream.',
+    (s) => s.bytesIn,
+  );
+  family(
+    `${p}_in_flight`,
+    'gauge',
+    'Requests and tunnels through the upstream now.',
+    (s) => s.inFlight,
+  );
+  family(`${p}_available`, 'gauge', '1 while the upstream takes new requests.', (s) =>
+    s.available ? 1 : 0,
+  );
+  const h = `${p}_latency_seconds`;
+  lines.push(
+    `# HELP ${h} Time to the upstream's answer head or tunnel opening.`,
+    `# TYPE ${h} histogram`,
+  );
+  for (const s of stats) {
+    const l = `upstream="${label(s.name)}"`;
+    let sum = 0;
+    s.latency.buckets.forEach((b, i) => {
+      sum += s.latency.counts[i] ?? 0;
+      lines.push(`${h}_bucket{${l},le="${b / 1000}"} ${sum}`);
+    });
+    const all = s.latency.counts.reduce((a, b) => a + b, 0);
+    lines.push(
+      `${h}_bucket{${l},le="+Inf"} ${all}`,
+      `${h}_sum{${l}} ${s.latencySumMs / 1000}`,
+      `${h}_count{${l}} ${all}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
