@@ -17,6 +17,7 @@ export {
   type ParentStats,
   type SessionPolicy,
 } from './parents.js';
+export { readParentsFile, watchParentsFile } from './parents-file.js';
 export { type PasswordEntries, parsePasswordFile } from './password-file.js';
 export { type ForwardProxy, type ForwardProxyOptions, startForwardProxy } from './proxy.js';
 export { proxyServerPath } from './proxy-server.js';

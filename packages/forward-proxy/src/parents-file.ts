@@ -38,7 +38,7 @@ export function readParentsFile(path: string): ParentProxy[] {
 }
 
 /**
- * Checks `path` every {@link RECHECK_MS} and calls `changed` with the new
+ * Checks `path` every second and calls `changed` with the new
  * list after each change; `warn` gets what went wrong (path and reason
  * only). Returns what stops it.
  */

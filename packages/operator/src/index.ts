@@ -92,9 +92,11 @@ export {
   type PoolProxy,
   type PoolStore,
   type PublishedEndpoints,
+  type PublishedUpstream,
   REMEDIATE_ANNOTATION,
   SKIP_REMEDIATION_ANNOTATION,
   TEMPLATE_HASH_LABEL,
+  upstreamsText,
 } from './pool/store.js';
 export type { ProbeEntry, ProbeFailure, ProbeSeed, Verdict } from './probe/record.js';
 export type { ShortCircuit } from './probe/remediation.js';

@@ -19,6 +19,7 @@ import {
   type PoolProxy,
   type PoolStore,
   type PublishedEndpoints,
+  upstreamsText,
 } from './pool/store.js';
 import type { OwnerReference, ProxySpec } from './schema.js';
 import type { PoolEntry } from './state-file.js';
@@ -44,6 +45,11 @@ export interface StandaloneProxies {
 /** The endpoint file of pool `key` in `dir`: `NAMESPACE.NAME`. */
 export function endpointsFile(dir: string, key: string): string {
   return join(dir, key.replace('/', '.'));
+}
+
+/** The file of a pool's named upstreams, for `proxy-op gateway`: `NAMESPACE.NAME.upstreams.json`. */
+export function upstreamsFile(dir: string, key: string): string {
+  return `${endpointsFile(dir, key)}.upstreams.json`;
 }
 
 /** The pools of a standalone store. */
@@ -163,17 +169,24 @@ export class StandalonePools implements PoolStore {
   async publishEndpoints(pool: PoolObject, endpoints: PublishedEndpoints): Promise<void> {
     const key = proxyKey(pool.metadata.namespace, pool.metadata.name);
     const text = endpoints.withCredentials.map((u) => `${u}\n`).join('');
-    if (this.#published.get(key) === text) return;
+    const named = upstreamsText(endpoints.upstreams);
+    if (this.#published.get(key) === `${text}\0${named}`) return;
     await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-    const file = endpointsFile(this.#dir, key);
-    const tmp = `${file}.tmp-${process.pid}`;
-    try {
-      await writeFile(tmp, text, { mode: 0o600 });
-      await rename(tmp, file);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
-    this.#published.set(key, text);
+    // The named list first: a gateway following it never lags behind the plain one.
+    await replaceFile(upstreamsFile(this.#dir, key), named);
+    await replaceFile(endpointsFile(this.#dir, key), text);
+    this.#published.set(key, `${text}\0${named}`);
+  }
+}
+
+/** Replaces `file` with `text` atomically (a temporary file, then a rename), mode 0600. */
+async function replaceFile(file: string, text: string): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
   }
 }

@@ -144,6 +144,15 @@ describeWithPeers(vitest, 'ProxyPool on Kubernetes', ['kubectl', 'openssl'], () 
       .split('\n');
     expect(withCreds).toHaveLength(4);
     for (const u of withCreds) expect(new URL(u).password.length).toBeGreaterThanOrEqual(32);
+    // The same, named, for a gateway that mounts the Secret.
+    const named = JSON.parse(
+      Buffer.from(
+        (secret.data as Record<string, string>)['upstreams.json'] ?? '',
+        'base64',
+      ).toString('utf8'),
+    ) as { upstreams: Array<{ name: string; url: string }> };
+    expect(named.upstreams.map((u) => u.url).sort()).toEqual([...withCreds].sort());
+    for (const u of named.upstreams) expect(u.name).toMatch(/^web-[a-z0-9]{5}$/);
   }, 60_000);
 
   it('a template change rolls within maxSurge 1 / maxUnavailable 0 at every event of the watch stream', async () => {

@@ -2,13 +2,21 @@
 // local provider's real forward-proxy processes on 127.0.73.0/24; a real HTTP origin on loopback
 // reached through the published endpoints. The manifest is the README's ProxyPool example.
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type JsonLinesProcess, requestThroughProxy, startHttpEchoOrigin } from '@proxy-op/testkit';
+import { hashPassword } from '@proxy-op/forward-proxy';
+import {
+  freePort,
+  type JsonLinesProcess,
+  requestThroughProxy,
+  spawnJsonLines,
+  startHttpEchoOrigin,
+} from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { runCli, spawnCli } from './cli-support.js';
+import { CLI, runCli, spawnCli } from './cli-support.js';
 import { proxyPids } from './probe-support.js';
 
 const README = fileURLToPath(new URL('../README.md', import.meta.url));
@@ -18,6 +26,9 @@ let dir = '';
 let providers = '';
 let stateDir = '';
 let op: JsonLinesProcess | undefined;
+let gw: JsonLinesProcess | undefined;
+let gatewayAt = { address: '', port: 0 };
+const GATEWAY_AUTH = `Basic ${Buffer.from('client:SENTINEL-gateway-client-5d2').toString('base64')}`;
 let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>>;
 
 /** The YAML block under the README's "### ProxyPool" heading. */
@@ -90,6 +101,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  gw?.kill('SIGKILL');
   await stop(op);
   for (const pid of proxyPids(stateDir)) {
     try {
@@ -130,6 +142,60 @@ describe('ProxyPool in standalone mode, from the README', () => {
     expect(Object.keys((await state()).pools)).toEqual(['default/egress']);
   }, 90_000);
 
+  it('proxy-op gateway: one address in front of the pool, following its named upstreams', async () => {
+    const upstreamsPath = `${endpointsPath()}.upstreams.json`;
+    expect((await stat(upstreamsPath)).mode & 0o777).toBe(0o600);
+    const named = JSON.parse(await readFile(upstreamsPath, 'utf8')) as {
+      upstreams: Array<{ name: string; url: string; verified?: string }>;
+    };
+    expect(named.upstreams.map((u) => u.url).sort()).toEqual((await lines()).sort());
+    const names = named.upstreams.map((u) => u.name).sort();
+    expect(names).toEqual((await owned()).map((k) => k.replace('default/', '')));
+    for (const u of named.upstreams) expect(u.verified).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const passwd = join(root, 'gateway.passwd');
+    await writeFile(passwd, `client:${hashPassword('SENTINEL-gateway-client-5d2')}\n`);
+    const port = await freePort('127.0.73.250');
+    gatewayAt = { address: '127.0.73.250', port };
+    gw = spawnJsonLines(process.execPath, [
+      CLI,
+      'gateway',
+      'egress',
+      '--standalone',
+      dir,
+      '--listen',
+      `127.0.73.250:${port}`,
+      '--allowed-sources',
+      '127.0.0.1/32',
+      '--password-file',
+      passwd,
+    ]);
+    {
+      const listening = await gw.waitForLog((l) => (l.msg === 'gateway listening' ? l : undefined));
+      expect(listening.upstreams).toBe(3);
+      const seen = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const r = await requestWithHeaders(
+          { address: '127.0.73.250', port },
+          `http://127.0.0.1:${echo.port}/via-gateway`,
+          GATEWAY_AUTH,
+        );
+        expect(r.status).toBe(200);
+        seen.add(r.upstream ?? '');
+      }
+      expect([...seen].sort(), 'each request names the Proxy that carried it').toEqual(names);
+      const refused = await requestWithHeaders(
+        { address: '127.0.73.250', port },
+        `http://127.0.0.1:${echo.port}/via-gateway`,
+        undefined,
+      );
+      expect(refused.status).toBe(407);
+      // Nothing of any Proxy's credential on the gateway's output.
+      for (const u of named.upstreams) {
+        expect(JSON.stringify(gw.logs)).not.toContain(decodeURIComponent(new URL(u.url).password));
+      }
+    }
+  });
+
   it('scales down on a manifest edit, and a restart makes no duplicate', async () => {
     const doc = parseDocument(await readmePool());
     doc.setIn(['spec', 'replicas'], 1);
@@ -142,6 +208,16 @@ describe('ProxyPool in standalone mode, from the README', () => {
       'one Proxy',
     );
     const kept = await owned();
+    // The gateway follows: every request goes to the one Proxy left.
+    const through = async () =>
+      (await requestWithHeaders(gatewayAt, `http://127.0.0.1:${echo.port}/after`, GATEWAY_AUTH))
+        .upstream;
+    const left = kept[0]?.replace('default/', '');
+    await until(async () => (await through()) === left, 10_000, 'the gateway follows the pool');
+    for (let i = 0; i < 6; i++) expect(await through()).toBe(left);
+    gw?.kill('SIGTERM');
+    expect((await gw?.exit)?.code, 'the gateway exits 0 on SIGTERM').toBe(0);
+    gw = undefined;
     await stop(op);
     op = start();
     await op.waitForLog(
@@ -164,3 +240,31 @@ describe('ProxyPool in standalone mode, from the README', () => {
     expect((await readdir(stateDir)).filter((f) => f.endsWith('.json'))).toEqual([]);
   }, 90_000);
 });
+
+/** A GET through a proxy, with the upstream the answer names. */
+function requestWithHeaders(
+  proxy: { address: string; port: number },
+  url: string,
+  authorization: string | undefined,
+): Promise<{ status: number; upstream: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: proxy.address,
+      port: proxy.port,
+      path: url,
+      agent: false,
+      headers: authorization === undefined ? {} : { 'proxy-authorization': authorization },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

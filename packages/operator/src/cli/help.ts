@@ -19,6 +19,7 @@ commands:
   probe NAME             probe one Proxy through its data plane now and print each step
   url NAME               print the Proxy's URL with its credential, for a client to use
   endpoints POOL         print a ProxyPool's verified endpoints, one URL per line (with credentials)
+  gateway                one proxy address in front of a ProxyPool's verified Proxies
   whoami                 serve the probe target on its own (for probe.url in the providers file)
   crds                   print the CustomResourceDefinitions of Proxy and ProviderHealth
   help                   print this text

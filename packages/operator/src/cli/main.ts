@@ -9,6 +9,7 @@ import { UsageError } from './args.js';
 import { check } from './check.js';
 import { crds } from './crds.js';
 import { endpoints } from './endpoints.js';
+import { gateway } from './gateway.js';
 import { help, USAGE } from './help.js';
 import { probeCommand } from './probe.js';
 import { run } from './run.js';
@@ -40,6 +41,8 @@ export async function main(argv: string[]): Promise<number> {
         return await url(rest);
       case 'endpoints':
         return await endpoints(rest);
+      case 'gateway':
+        return await gateway(rest);
       case 'whoami':
         return await whoami(rest);
       case 'help':

@@ -19,6 +19,7 @@ import {
   type PoolProxy,
   type PoolStore,
   type PublishedEndpoints,
+  upstreamsText,
 } from '../pool/store.js';
 import { API_VERSION, formatProblems, GROUP, VERSION } from '../schema.js';
 import { type EventType, proxyKey } from '../store.js';
@@ -333,7 +334,10 @@ export class KubePoolStore implements PoolStore {
         kind: 'Secret',
         type: 'Opaque',
         metadata,
-        data: { endpoints: Buffer.from(lines(endpoints.withCredentials)).toString('base64') },
+        data: {
+          endpoints: Buffer.from(lines(endpoints.withCredentials)).toString('base64'),
+          'upstreams.json': Buffer.from(upstreamsText(endpoints.upstreams)).toString('base64'),
+        },
       },
       signal: this.#abort.signal,
     });

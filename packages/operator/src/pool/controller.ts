@@ -25,6 +25,7 @@ import {
   POOL_LABEL,
   type PoolStore,
   type PublishedEndpoints,
+  type PublishedUpstream,
   REMEDIATE_ANNOTATION,
   SKIP_REMEDIATION_ANNOTATION,
   TEMPLATE_HASH_LABEL,
@@ -330,7 +331,7 @@ export class PoolController {
     return out;
   }
 
-  /** The endpoint lists, the second with each Proxy's credential (read from where it is kept). */
+  /** The endpoint lists: plain, with each Proxy's credential (read from where it is kept), and named. */
   async #endpointLists(
     endpoints: readonly PoolEndpoint[],
     owned: readonly ProxyObject[],
@@ -341,11 +342,15 @@ export class PoolController {
       for (const uid of this.#urls.keys()) if (!live.has(uid)) this.#urls.delete(uid);
     }
     const withCredentials: string[] = [];
+    const upstreams: PublishedUpstream[] = [];
     for (const e of endpoints) {
       const p = owned.find((o) => o.metadata.name === e.name);
-      withCredentials.push(p === undefined ? e.url : await this.#urlWithCredential(p, e.url));
+      const url = p === undefined ? e.url : await this.#urlWithCredential(p, e.url);
+      withCredentials.push(url);
+      const verified = p?.status.probe?.lastPassTime;
+      upstreams.push({ name: e.name, url, ...(verified === undefined ? {} : { verified }) });
     }
-    return { plain: endpoints.map((e) => e.url), withCredentials };
+    return { plain: endpoints.map((e) => e.url), withCredentials, upstreams };
   }
 
   async #urlWithCredential(p: ProxyObject, url: string): Promise<string> {

@@ -29,6 +29,27 @@ export interface PublishedEndpoints {
   readonly plain: readonly string[];
   /** The same with each Proxy's credential (the Secret, the standalone file). */
   readonly withCredentials: readonly string[];
+  /**
+   * The same, named: what `proxy-op gateway` follows (`{ "upstreams": … }`
+   * in the Secret's `upstreams.json`, the standalone `NAMESPACE.NAME.upstreams.json`).
+   */
+  readonly upstreams: readonly PublishedUpstream[];
+}
+
+/** One verified Proxy of a pool, as a gateway uses it. */
+export interface PublishedUpstream {
+  /** The Proxy's name. */
+  readonly name: string;
+  /** Its URL with its credential. */
+  readonly url: string;
+  /** When its probe last passed (RFC 3339): a gateway takes it back once this changes. */
+  readonly verified?: string | undefined;
+}
+
+/** The text of an upstreams file: `{ "upstreams": [...] }`, one line per upstream. */
+export function upstreamsText(list: readonly PublishedUpstream[]): string {
+  const lines = list.map((u) => `    ${JSON.stringify(u)}`);
+  return `{\n  "upstreams": [${lines.length === 0 ? '' : `\n${lines.join(',\n')}\n  `}]\n}\n`;
 }
 
 /** A new Proxy of a pool. */

@@ -1,0 +1,153 @@
+/**
+ * `proxy-op gateway`: one stable proxy address in front of a ProxyPool's
+ * verified Proxies. It runs the forward proxy of `@proxy-op/forward-proxy`
+ * with the pool's Proxies as its parents, and follows the pool's named
+ * endpoint list while it runs: the standalone operator's
+ * `NAMESPACE.NAME.upstreams.json`, or any such file (on Kubernetes, the
+ * `upstreams.json` key of the pool's `<pool>-endpoints` Secret, mounted).
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import type { Logger } from '@proxy-op/contract';
+import {
+  type ParentProxy,
+  readParentsFile,
+  type SessionPolicy,
+  startForwardProxy,
+  watchParentsFile,
+} from '@proxy-op/forward-proxy';
+import { createLogger } from '../log.js';
+import { upstreamsFile } from '../standalone-pools.js';
+import { defaultStateFile, endpointsDir } from '../state-file.js';
+import { proxyKey } from '../store.js';
+import { parseDuration, UsageError } from './args.js';
+
+const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | --upstreams FILE)
+    --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
+    [--password-file FILE [--realm REALM]] [--session none|client|header] [--session-header FIELD]
+    [--drain 30s] [--access-log FILE]
+
+Serves one proxy address in front of the pool's verified Proxies: each request and CONNECT goes
+through one of them, with its credential, and the answer names it in X-Proxy-Op-Upstream. The
+list is followed while the gateway runs. Clients authenticate with the users of --password-file
+(htpasswd lines, SHA-512 crypt). GET /metrics answers per-upstream metrics to allowed sources.
+`;
+
+/** Runs `proxy-op gateway` until SIGTERM or SIGINT; resolves with the exit code. */
+export async function gateway(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n', default: 'default' },
+      standalone: { type: 'string' },
+      state: { type: 'string' },
+      upstreams: { type: 'string' },
+      listen: { type: 'string' },
+      'allowed-sources': { type: 'string' },
+      'password-file': { type: 'string' },
+      realm: { type: 'string' },
+      session: { type: 'string', default: 'none' },
+      'session-header': { type: 'string' },
+      drain: { type: 'string', default: '30s' },
+      'access-log': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const file = upstreamsPath(values, positionals);
+  const listen = /^(.+):(\d{1,5})$/.exec(values.listen ?? '');
+  if (listen === null) throw new UsageError(`--listen needs ADDRESS:PORT\n\n${USAGE}`);
+  const sources = (values['allowed-sources'] ?? '').split(',').filter((s) => s !== '');
+  if (sources.length === 0) {
+    throw new UsageError(`--allowed-sources needs the clients' CIDRs\n\n${USAGE}`);
+  }
+  const session = values.session as SessionPolicy;
+  if (!['none', 'client', 'header'].includes(session)) {
+    throw new UsageError(`--session is "${values.session}"; use none, client or header`);
+  }
+  const name = positionals[0] === undefined ? 'gateway' : `gateway-${positionals[0]}`;
+  const log = createLogger();
+  const upstreams = firstList(file, log);
+  const proxy = await startForwardProxy({
+    name,
+    address: (listen[1] as string).replace(/^\[|\]$/g, ''),
+    port: Number(listen[2]),
+    allowedSources: sources,
+    ...(values['password-file'] === undefined
+      ? {}
+      : {
+          auth: {
+            realm: values.realm ?? name,
+            passwordFile: values['password-file'],
+          },
+        }),
+    accessLog: values['access-log'],
+    parents: {
+      upstreams,
+      session,
+      sessionHeader: values['session-header'],
+      drainMs: Math.max(1, parseDuration(values.drain)),
+    },
+  });
+  log.info({ ...proxy.address, upstreams: upstreams.length, file }, 'gateway listening');
+  const stop = watchParentsFile(
+    file,
+    (list) => {
+      try {
+        proxy.setParents(list);
+        log.info({ upstreams: list.length, file }, 'gateway upstreams changed');
+      } catch (err) {
+        log.warn(
+          { err: (err as Error).message, file },
+          'gateway upstreams refused; kept as they were',
+        );
+      }
+    },
+    (message) => log.warn({ err: message, file }, 'gateway upstreams unreadable'),
+  );
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log.info({ signal }, 'gateway shutting down');
+  stop();
+  await proxy.close();
+  return 0;
+}
+
+/** The upstreams file the command line names. */
+function upstreamsPath(
+  values: { namespace: string; standalone?: string; state?: string; upstreams?: string },
+  positionals: string[],
+): string {
+  if (values.upstreams !== undefined) {
+    if (positionals.length > 0 || values.standalone !== undefined) {
+      throw new UsageError(`give --upstreams, or a POOL with --standalone, not both\n\n${USAGE}`);
+    }
+    return values.upstreams;
+  }
+  const [pool, ...extra] = positionals;
+  if (pool === undefined || extra.length > 0 || values.standalone === undefined) {
+    throw new UsageError(
+      `name one ProxyPool and --standalone DIR, or give --upstreams\n\n${USAGE}`,
+    );
+  }
+  const dir = endpointsDir(values.state ?? defaultStateFile(values.standalone));
+  return upstreamsFile(dir, proxyKey(values.namespace, pool));
+}
+
+/** The list at start: none while the file is not there yet (the pool has no verified Proxy). */
+function firstList(file: string, log: Logger): ParentProxy[] {
+  try {
+    return readParentsFile(file);
+  } catch (err) {
+    if (!/\(ENOENT\)$/.test((err as Error).message)) throw new UsageError((err as Error).message);
+    log.warn({ file }, 'the upstreams file is not there yet; no upstream until it is');
+    return [];
+  }
+}
