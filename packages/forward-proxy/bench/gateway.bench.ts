@@ -11,16 +11,23 @@
 // package's proxy program, without authentication (so the columns differ only by what sits in
 // front of them); the access log is on in every proxy.
 import { writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
 import {
   type Column,
   findSquid,
+  fmt,
   get,
   latency,
   load,
+  loadLine,
+  type Measure,
+  median,
+  Results,
   ROUNDS,
+  type Row,
+  runRounds,
   SECONDS,
   type Squid,
   startOrigin,
@@ -94,7 +101,7 @@ try {
     },
   ];
   const squidName = columns[2]?.name ?? '';
-  const measures: { rows: [string, string, boolean][]; run(c: Column): Promise<number[]> }[] = [
+  const measures: Measure[] = [
     {
       rows: [['small GETs, 32 concurrent', 'req/s', true]],
       async run(c) {
@@ -120,50 +127,20 @@ try {
       },
     },
   ];
-  const results = new Map<string, Map<string, number[]>>();
-  const record = (row: string, col: string, v: number) => {
-    const byCol = results.get(row) ?? new Map<string, number[]>();
-    results.set(row, byCol);
-    byCol.set(col, [...(byCol.get(col) ?? []), v]);
-  };
-  const loads: number[][] = [loadavg()];
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? columns : [...columns].reverse();
-    for (const m of measures) {
-      for (const c of order) {
-        const values = await m.run(c);
-        for (const [i, [row]] of m.rows.entries()) record(row, c.name, values[i] ?? 0);
-      }
-    }
+  const results = new Results();
+  const loads = await runRounds(columns, measures, results, (round) => {
     const p50 = results.get('latency p50, one keep-alive connection');
     const base = p50?.get('one upstream')?.[round] ?? 0;
     for (const c of columns.slice(1)) {
-      record(
-        'added p50 latency over one upstream',
-        c.name,
-        (p50?.get(c.name)?.[round] ?? 0) - base,
-      );
+      const mine = p50?.get(c.name)?.[round] ?? 0;
+      results.record('added p50 latency over one upstream', c.name, mine - base);
     }
-    loads.push(loadavg());
-  }
-
-  const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toFixed(3));
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-  };
+  });
   console.log(
     `node ${process.version}, ${cpus().length} CPUs, origin, proxies and client on loopback; ` +
       `${ROUNDS} alternating rounds of ${SECONDS} s; Squid runs as ${squid.user}`,
   );
-  console.log(
-    `load average (1, 5, 15 min) before: ${loads[0]?.map((l) => l.toFixed(2)).join(' ')}; ` +
-      `after each round: ${loads
-        .slice(1)
-        .map((l) => l.map((x) => x.toFixed(2)).join(' '))
-        .join(' | ')}\n`,
-  );
+  console.log(loadLine(loads));
   console.log(
     'cells: median of the rounds (best round); the ratio compares the medians: above 1 is ' +
       'better for req/s and MiB/s, below 1 for ms\n',
@@ -173,7 +150,7 @@ try {
   console.log(`|---|${header.map(() => '---|').join('')}`);
   const rows = [
     ...measures.flatMap((m) => m.rows),
-    ['added p50 latency over one upstream', 'ms', false] as [string, string, boolean],
+    ['added p50 latency over one upstream', 'ms', false] as Row,
   ];
   for (const [row, unit, higher] of rows) {
     const byCol = results.get(row);

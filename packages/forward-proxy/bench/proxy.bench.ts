@@ -20,16 +20,23 @@
 // (Squid's `access_log stdio:` and the forward proxy's `accessLog`, each in its temp dir).
 // Everything stays on 127.0.0.0/8 and every process started is stopped at the end.
 import { Agent } from 'node:http';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
 import {
   type Column,
   findSquid,
+  fmt,
   get,
   latency,
   load,
+  loadLine,
+  type Measure,
+  median,
+  Results,
   ROUNDS,
+  type Row,
   rssKb,
+  runRounds,
   SECONDS,
   type Squid,
   startOrigin,
@@ -85,10 +92,9 @@ try {
     tunnels: true,
   });
 
-  /** A row of the table; `proxyOnly` rows have no value for the direct column. */
-  type Row = readonly [label: string, unit: string, higherIsBetter: boolean, proxyOnly?: boolean];
-  // Each measure feeds the rows it names, one value per row and round.
-  const measures: { readonly rows: readonly Row[]; run(c: Column): Promise<number[]> }[] = [
+  // Each measure feeds the rows it names, one value per row and round; `proxyOnly` rows have no
+  // value for the direct column.
+  const measures: Measure[] = [
     {
       rows: [
         ['small GETs, 32 concurrent', 'req/s', true],
@@ -150,23 +156,9 @@ try {
     agent.destroy();
   }
 
-  // results[row][column] = one value per round
-  const results = new Map<string, Map<string, number[]>>();
-  const record = (row: string, col: string, v: number) => {
-    const byCol = results.get(row) ?? new Map<string, number[]>();
-    results.set(row, byCol);
-    byCol.set(col, [...(byCol.get(col) ?? []), v]);
-  };
-  const loads: number[][] = [loadavg()];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternate the order: forwards in even rounds, backwards in odd ones.
-    const order = round % 2 === 0 ? columns : [...columns].reverse();
-    for (const m of measures) {
-      for (const c of order) {
-        const values = await m.run(c);
-        for (const [i, [row]] of m.rows.entries()) record(row, c.name, values[i] ?? 0);
-      }
-    }
+  const results = new Results();
+  const record = (row: string, col: string, v: number) => results.record(row, col, v);
+  const loads = await runRounds(columns, measures, results, (round, order) => {
     for (const c of order) {
       // Added latency per round: the proxy's p50 less the direct p50 of the same round.
       const p50 = results.get('latency p50, one keep-alive connection');
@@ -183,8 +175,7 @@ try {
       );
       if (c.pid !== undefined) record('proxy RSS peak, all loads', c.name, Math.max(...peaks));
     }
-    loads.push(loadavg());
-  }
+  });
   // Idle memory again, once the loads have been over for two seconds.
   await new Promise((r) => setTimeout(r, 2_000));
   for (const c of columns) {
@@ -193,12 +184,6 @@ try {
     record('proxy RSS idle, after the loads', c.name, rssKb(c.pid) / 1024);
   }
 
-  const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toFixed(3));
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-  };
   const rows: Row[] = [
     ...measures.flatMap((m) => m.rows),
     ['added p50 latency over direct', 'ms', false, true],
@@ -215,13 +200,7 @@ try {
       `${ROUNDS} alternating rounds of ${SECONDS} s; access log on in every proxy` +
       (squid === undefined ? '' : `; Squid runs as ${squid.user}`),
   );
-  console.log(
-    `load average (1, 5, 15 min) before: ${loads[0]?.map((l) => l.toFixed(2)).join(' ')}; ` +
-      `after each round: ${loads
-        .slice(1)
-        .map((l) => l.map((x) => x.toFixed(2)).join(' '))
-        .join(' | ')}\n`,
-  );
+  console.log(loadLine(loads));
   console.log(
     'cells: median of the rounds (best round), every round listed below the table; ' +
       'a ratio compares the medians: above 1 is better for req/s and MiB/s, ' +

@@ -5,7 +5,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -351,4 +351,83 @@ export async function latency(c: Column): Promise<{ p50: number; p99: number }> 
   times.sort((a, b) => a - b);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
   return { p50: at(0.5), p99: at(0.99) };
+}
+
+// ---- the rounds and the table ---------------------------------------------------------------
+
+/** A row of a table: label, unit, whether higher is better, and whether only proxies have it. */
+export type Row = readonly [
+  label: string,
+  unit: string,
+  higherIsBetter: boolean,
+  proxyOnly?: boolean,
+];
+
+/** One measure: the rows it feeds, one value per row and round. */
+export interface Measure {
+  readonly rows: readonly Row[];
+  run(c: Column): Promise<number[]>;
+}
+
+/** results[row][column]: one value per round. */
+export class Results {
+  readonly byRow = new Map<string, Map<string, number[]>>();
+
+  record(row: string, col: string, v: number): void {
+    const byCol = this.byRow.get(row) ?? new Map<string, number[]>();
+    this.byRow.set(row, byCol);
+    byCol.set(col, [...(byCol.get(col) ?? []), v]);
+  }
+
+  get(row: string): Map<string, number[]> | undefined {
+    return this.byRow.get(row);
+  }
+}
+
+/**
+ * Runs ROUNDS rounds of every measure on every column, forwards in even
+ * rounds and backwards in odd ones, calling `afterRound` after each; returns
+ * the load averages before the first round and after each.
+ */
+export async function runRounds(
+  columns: readonly Column[],
+  measures: readonly Measure[],
+  results: Results,
+  afterRound: (round: number, order: readonly Column[]) => void,
+): Promise<number[][]> {
+  const loads: number[][] = [loadavg()];
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? columns : [...columns].reverse();
+    for (const m of measures) {
+      for (const c of order) {
+        const values = await m.run(c);
+        for (const [i, [row]] of m.rows.entries()) results.record(row, c.name, values[i] ?? 0);
+      }
+    }
+    afterRound(round, order);
+    loads.push(loadavg());
+  }
+  return loads;
+}
+
+/** A figure with as many decimals as it needs. */
+export const fmt = (n: number): string =>
+  n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toFixed(3);
+
+/** The median of the rounds. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+/** The load-average line of a run's header. */
+export function loadLine(loads: readonly number[][]): string {
+  return (
+    `load average (1, 5, 15 min) before: ${loads[0]?.map((l) => l.toFixed(2)).join(' ')}; ` +
+    `after each round: ${loads
+      .slice(1)
+      .map((l) => l.map((x) => x.toFixed(2)).join(' '))
+      .join(' | ')}\n`
+  );
 }

@@ -4,7 +4,7 @@
 
 import { execFile } from 'node:child_process';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { createServer, request } from 'node:http';
+import { createServer, type IncomingMessage, request } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +46,26 @@ interface Answer {
   headers: Record<string, string | string[] | undefined>;
 }
 
+/** An answer read to its end. */
+function readAnswer(res: IncomingMessage): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    let body = '';
+    res.setEncoding('utf8');
+    res.on('data', (d: string) => {
+      body += d;
+    });
+    res.on('error', reject);
+    res.on('end', () =>
+      resolve({
+        status: res.statusCode ?? 0,
+        upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
+        body,
+        headers: res.headers,
+      }),
+    );
+  });
+}
+
 /** One request through `proxy` on a connection of its own. */
 function get(
   proxy: { address: string; port: number },
@@ -61,19 +81,7 @@ function get(
       headers: { 'proxy-authorization': GATE_AUTH, ...headers },
     });
     req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
-          body,
-          headers: res.headers,
-        }),
-      );
+      readAnswer(res).then(resolve, reject);
     });
     req.on('error', reject);
     req.end();
@@ -112,19 +120,7 @@ function connectVia(
       socket.once('close', () => resolve({ status, upstream, socket, body }));
     });
     req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
-          socket: res.socket,
-          body,
-        }),
-      );
+      readAnswer(res).then((a) => resolve({ ...a, socket: res.socket }), reject);
     });
     req.on('error', reject);
     req.end();
