@@ -58,7 +58,8 @@ function subdomainMeta(namespaced: boolean) {
   return (obj: JsonObject) => validateObjectMeta(obj, namespaced, dns1123Subdomain);
 }
 
-interface BuiltinSpec {
+/** What a built-in resource type is made from. */
+export interface BuiltinSpec {
   group: string;
   version: string;
   resource: string;
@@ -76,9 +77,12 @@ interface BuiltinSpec {
   defaults?: ResourceType['defaults'];
   prepareCreate?: ResourceType['prepareCreate'];
   validate?: ResourceType['validate'];
+  /** Whether `metadata.generation` is kept (default false). */
+  generation?: boolean;
 }
 
-function builtin(s: BuiltinSpec): ResourceType {
+/** A built-in resource type. */
+export function builtin(s: BuiltinSpec): ResourceType {
   return {
     group: s.group,
     version: s.version,
@@ -92,7 +96,7 @@ function builtin(s: BuiltinSpec): ResourceType {
     verbs: s.verbs ?? STANDARD_VERBS,
     statusSubresource: s.statusSubresource ?? false,
     custom: false,
-    generation: false,
+    generation: s.generation ?? false,
     deleteReturnsObject: s.deleteReturnsObject ?? false,
     columns: s.columns,
     listMapKeys: { 'metadata.ownerReferences': ['uid'], ...(s.listMapKeys ?? {}) },
@@ -107,7 +111,8 @@ function arr(v: JsonValue | undefined): JsonValue[] {
   return Array.isArray(v) ? v : [];
 }
 
-function podDefaults(obj: JsonObject) {
+/** A Pod's defaults, as the real server fills them (also those of a Pod template). */
+export function podDefaults(obj: JsonObject) {
   const spec = isObject(obj.spec) ? obj.spec : {};
   obj.spec = spec;
   spec.restartPolicy ??= 'Always';
@@ -139,7 +144,8 @@ function podDefaults(obj: JsonObject) {
   }
 }
 
-function podValidate(obj: JsonObject): FieldError[] {
+/** A Pod's checks (also those of a Pod template, under its path). */
+export function podValidate(obj: JsonObject): FieldError[] {
   const errs = validateObjectMeta(obj, true, dns1123Subdomain);
   const spec = isObject(obj.spec) ? obj.spec : {};
   const containers = arr(spec.containers);

