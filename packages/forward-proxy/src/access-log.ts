@@ -31,6 +31,8 @@ export interface AccessLogEntry {
   readonly bytesOut: number;
   /** How long the request took, in ms. */
   readonly durationMs: number;
+  /** The parent proxy that carried it, when the proxy is a gateway (its name, never its credential). */
+  readonly upstream?: string | undefined;
 }
 
 /** An open access log. */

@@ -54,6 +54,8 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   /** Parents tried for it: a failed connection is tried once more on another one. */
   readonly #tried = new Set<Parent>();
   readonly #session: string | undefined;
+  /** The name of the last parent that carried it, for the access log. */
+  #servedBy: string | undefined;
   #sentAt = 0;
   #waiting = false;
   #retried = false;
@@ -120,6 +122,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
         return;
       }
       this.#parent = p;
+      this.#servedBy = p.name;
       this.#tried.add(p);
       p.inFlight++;
       p.requests++;
@@ -477,6 +480,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       bytesIn: this.#bytesIn,
       bytesOut: this.#bytesOut,
       durationMs: Math.round(performance.now() - this.#started),
+      ...(this.#servedBy === undefined ? {} : { upstream: this.#servedBy }),
     });
   }
 }

@@ -62,6 +62,8 @@ export function openTunnel(
   let bytesOut = 0;
   let status = 0;
   let parent: Parent | undefined;
+  /** The name of the last parent that carried it, for the access log. */
+  let servedBy: string | undefined;
   const tried = new Set<Parent>();
   const done = () =>
     ctx.log?.write({
@@ -74,6 +76,7 @@ export function openTunnel(
       bytesIn,
       bytesOut,
       durationMs: Math.round(performance.now() - started),
+      ...(servedBy === undefined ? {} : { upstream: servedBy }),
     });
   const named = () => (parent === undefined ? '' : `X-Proxy-Op-Upstream: ${parent.name}\r\n`);
   const leave = () => {
@@ -138,6 +141,7 @@ export function openTunnel(
         return;
       }
       parent = p;
+      servedBy = p.name;
       tried.add(p);
       p.inFlight++;
       p.tunnels++;

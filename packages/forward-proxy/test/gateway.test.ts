@@ -3,7 +3,7 @@
 // a real origin and a real TCP echo target; clients are node:http. All on 127.0.0.0/8.
 
 import { execFile } from 'node:child_process';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -170,6 +170,9 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
   let squidPort: number;
   let gateway: ForwardProxy;
   const seenHeaders: Array<Record<string, string | string[] | undefined>> = [];
+  /** The access log of the gateway started last. */
+  let accessLog = '';
+  let mainLog = '';
 
   const upstreamAt = async (name: string, address: string) => {
     const file = join(dir, `${name}.passwd`);
@@ -204,7 +207,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
       port: 0,
       allowedSources: [`${CLIENT}/32`],
       auth: { realm: 'gateway', passwordFile: file },
-      accessLog: join(dir, `gateway-${Date.now()}.log`),
+      accessLog: (accessLog = join(dir, `gateway-${Date.now()}-${Math.random()}.log`)),
       outgoingAddress: GATEWAY,
       parents: { upstreams: parents, ...extra },
     });
@@ -242,6 +245,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
         }),
     });
     gateway = await startGateway([parent('a'), parent('b'), parent('squid')]);
+    mainLog = accessLog;
   });
   afterAll(async () => {
     await gateway?.close(0);
@@ -270,6 +274,19 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
     for (const name of ['a', 'b', 'squid']) {
       expect(by.get(name) ?? 0, `requests through ${name}`).toBeGreaterThan(10);
     }
+    // The access log names the upstream of each request, and holds no credential.
+    await new Promise((r) => setTimeout(r, 300));
+    const logged = (await readFile(mainLog, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { target: string; upstream?: string });
+    for (const a of answers.slice(0, 20)) {
+      const path = /\/r\d+$/.exec(a.body)?.[0] ?? '';
+      const line = logged.find((l) => l.target.endsWith(path));
+      expect(line?.upstream, `the log line of ${path}`).toBe(a.upstream);
+    }
+    const text = await readFile(mainLog, 'utf8');
+    for (const p of Object.values(UP_PASSWORDS)) expect(text).not.toContain(p);
   });
 
   it('opens CONNECT tunnels through every upstream and names the upstream in the 200', async () => {
