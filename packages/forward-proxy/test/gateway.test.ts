@@ -201,13 +201,15 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
     await writeFile(file, `${GATE_USER.user}:${hashPassword(GATE_USER.password)}\n`, {
       mode: 0o600,
     });
+    const logFile = join(dir, `gateway-${Date.now()}-${Math.random()}.log`);
+    accessLog = logFile;
     return startForwardProxy({
       name: 'gateway',
       address: GATEWAY,
       port: 0,
       allowedSources: [`${CLIENT}/32`],
       auth: { realm: 'gateway', passwordFile: file },
-      accessLog: (accessLog = join(dir, `gateway-${Date.now()}-${Math.random()}.log`)),
+      accessLog: logFile,
       outgoingAddress: GATEWAY,
       parents: { upstreams: parents, ...extra },
     });
