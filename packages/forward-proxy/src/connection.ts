@@ -328,16 +328,8 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   }
 
   #health(head: RequestHead): void {
-    const body = head.method === 'HEAD' ? '' : 'ok\n';
-    const close = this.ctx.closing || !head.keepAlive || head.framing.kind !== 'none';
-    this.write(
-      `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n` +
-        `X-Proxy-Op-Instance: ${this.ctx.name}\r\nDate: ${httpDate()}\r\n` +
-        `${close ? 'Connection: close\r\n' : ''}\r\n${body}`,
-    );
     // Health probes are not proxy traffic: answered, never logged.
-    if (close) this.#finish(false);
-    else this.exchangeDone(true);
+    this.#own(head, 'text/plain', 'ok\n', `X-Proxy-Op-Instance: ${this.ctx.name}\r\n`);
   }
 
   /** The parents' metrics, in the Prometheus text format, for allowed sources. */
@@ -348,11 +340,20 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     const text = metricsText(this.ctx.parents?.stats() ?? []);
+    this.#own(head, 'text/plain; version=0.0.4', text, '');
+  }
+
+  /**
+   * A `200` of the proxy's own (health, metrics): not logged, the body left
+   * out for `HEAD`, the connection kept unless the request or a shutdown
+   * closes it.
+   */
+  #own(head: RequestHead, type: string, text: string, fields: string): void {
     const close = this.ctx.closing || !head.keepAlive || head.framing.kind !== 'none';
     this.write(
-      'HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n' +
-        `Content-Length: ${Buffer.byteLength(text)}\r\nDate: ${httpDate()}\r\n` +
-        `${close ? 'Connection: close\r\n' : ''}\r\n${head.method === 'HEAD' ? '' : text}`,
+      `HTTP/1.1 200 OK\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+        `${fields}Date: ${httpDate()}\r\n${close ? 'Connection: close\r\n' : ''}\r\n` +
+        `${head.method === 'HEAD' ? '' : text}`,
     );
     if (close) this.#finish(false);
     else this.exchangeDone(true);

@@ -166,7 +166,7 @@ export class ParentSet {
   readonly #ejectMs: number;
   readonly #drainMs: number;
   #parents: Parent[] = [];
-  /** Every parent still carrying something or in the set, for the stats. */
+  /** The parents of the set by {@link Parent.key}, to find one again on an update. */
   readonly #known = new Map<string, Parent>();
   readonly #sessions = new Map<string, Parent>();
   #turn = 0;
@@ -185,8 +185,8 @@ export class ParentSet {
 
   /**
    * Replaces the set. A parent that stays (same name and address) keeps its
-   * counters and takes a new credential for the next requests, and comes back at once when it was out and its `verified`
-   * changed; one that leaves takes nothing new, and what still runs through
+   * counters and takes a new credential for the next requests, and comes
+   * back at once when it was out and its `verified` changed; one that leaves takes nothing new, and what still runs through
    * it is cut after `drainMs`.
    */
   set(list: readonly ParentProxy[]): void {
@@ -197,7 +197,7 @@ export class ParentSet {
       if (seen.has(fresh.key)) continue;
       seen.add(fresh.key);
       const old = this.#known.get(fresh.key);
-      if (old?.member) {
+      if (old !== undefined) {
         // A new credential (a rotation) is sent from the next request on; what runs goes on.
         old.authorization = fresh.authorization;
         if (old.outUntil > 0 && p.verified !== undefined && p.verified !== old.outAt) {
@@ -207,18 +207,17 @@ export class ParentSet {
         old.verified = p.verified;
         next.push(old);
       } else {
-        if (old !== undefined) this.#leave(old);
         this.#known.set(fresh.key, fresh);
         next.push(fresh);
       }
     }
-    for (const p of this.#parents) if (!seen.has(p.key) && p.member) this.#leave(p);
+    for (const p of this.#parents) if (!seen.has(p.key)) this.#leave(p);
     this.#parents = next;
   }
 
   #leave(p: Parent): void {
     p.member = false;
-    if (this.#known.get(p.key) === p) this.#known.delete(p.key);
+    this.#known.delete(p.key);
     if (p.live.size === 0) return;
     setTimeout(() => {
       for (const cut of [...p.live]) cut();
@@ -286,11 +285,10 @@ export class ParentSet {
     }
   }
 
-  /** What each parent has carried: those in the set, then those still draining. */
+  /** What each parent of the set has carried (one that left is no longer reported). */
   stats(): ParentStats[] {
     const now = performance.now();
-    const all = new Set<Parent>([...this.#parents, ...this.#known.values()]);
-    return [...all].map((p) => ({
+    return this.#parents.map((p) => ({
       name: p.name,
       address: `${p.host}:${p.port}`,
       available: p.available(now),

@@ -7,9 +7,10 @@
  *
  * @module
  */
-import { builtin, podDefaults, podValidate } from './builtins.js';
+import { builtin } from './builtin.js';
 import { type FieldError, fieldInvalid, fieldNotSupported, fieldRequired } from './errors.js';
 import { isObject, type JsonObject, type JsonValue } from './json.js';
+import { podDefaults, podValidate } from './pods.js';
 import { AGE_COLUMN, column, NAME_COLUMN, type ResourceType } from './resource-type.js';
 import { dns1123Subdomain, validateObjectMeta } from './validation.js';
 

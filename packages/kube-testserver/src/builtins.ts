@@ -1,3 +1,4 @@
+import { builtin } from './builtin.js';
 import {
   badRequest,
   type FieldError,
@@ -5,7 +6,8 @@ import {
   fieldNotSupported,
   fieldRequired,
 } from './errors.js';
-import { isObject, type JsonObject, type JsonValue, meta, str } from './json.js';
+import { isObject, type JsonObject, type JsonValue, meta } from './json.js';
+import { arr, podDefaults, podReady, podRestarts, podStatus, podValidate } from './pods.js';
 import { parseQuantity } from './quota.js';
 import {
   AGE_COLUMN,
@@ -13,7 +15,6 @@ import {
   column,
   NAME_COLUMN,
   type ResourceType,
-  STANDARD_VERBS,
   type WriteContext,
 } from './resource-type.js';
 import { dns1123Label, dns1123Subdomain, validateObjectMeta } from './validation.js';
@@ -52,134 +53,6 @@ function checkMicroTimes(
 
 function countKeys(v: JsonValue | undefined): number {
   return isObject(v) ? Object.keys(v).length : 0;
-}
-
-function subdomainMeta(namespaced: boolean) {
-  return (obj: JsonObject) => validateObjectMeta(obj, namespaced, dns1123Subdomain);
-}
-
-/** What a built-in resource type is made from. */
-export interface BuiltinSpec {
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-  singular: string;
-  namespaced: boolean;
-  shortNames?: string[];
-  categories?: string[];
-  verbs?: readonly string[];
-  statusSubresource?: boolean;
-  deleteReturnsObject?: boolean;
-  columns: Column[];
-  listMapKeys?: Record<string, string[]>;
-  decode?: ResourceType['decode'];
-  defaults?: ResourceType['defaults'];
-  prepareCreate?: ResourceType['prepareCreate'];
-  validate?: ResourceType['validate'];
-  /** Whether `metadata.generation` is kept (default false). */
-  generation?: boolean;
-}
-
-/** A built-in resource type. */
-export function builtin(s: BuiltinSpec): ResourceType {
-  return {
-    group: s.group,
-    version: s.version,
-    resource: s.resource,
-    kind: s.kind,
-    listKind: `${s.kind}List`,
-    singular: s.singular,
-    namespaced: s.namespaced,
-    shortNames: s.shortNames ?? [],
-    categories: s.categories ?? [],
-    verbs: s.verbs ?? STANDARD_VERBS,
-    statusSubresource: s.statusSubresource ?? false,
-    custom: false,
-    generation: s.generation ?? false,
-    deleteReturnsObject: s.deleteReturnsObject ?? false,
-    columns: s.columns,
-    listMapKeys: { 'metadata.ownerReferences': ['uid'], ...(s.listMapKeys ?? {}) },
-    ...(s.decode === undefined ? {} : { decode: s.decode }),
-    ...(s.defaults === undefined ? {} : { defaults: s.defaults }),
-    ...(s.prepareCreate === undefined ? {} : { prepareCreate: s.prepareCreate }),
-    validate: s.validate ?? subdomainMeta(s.namespaced),
-  };
-}
-
-function arr(v: JsonValue | undefined): JsonValue[] {
-  return Array.isArray(v) ? v : [];
-}
-
-/** A Pod's defaults, as the real server fills them (also those of a Pod template). */
-export function podDefaults(obj: JsonObject) {
-  const spec = isObject(obj.spec) ? obj.spec : {};
-  obj.spec = spec;
-  spec.restartPolicy ??= 'Always';
-  spec.dnsPolicy ??= 'ClusterFirst';
-  spec.schedulerName ??= 'default-scheduler';
-  spec.terminationGracePeriodSeconds ??= 30;
-  spec.securityContext ??= {};
-  spec.enableServiceLinks ??= true;
-  spec.preemptionPolicy ??= 'PreemptLowerPriority';
-  spec.priority ??= 0;
-  for (const list of ['initContainers', 'containers']) {
-    for (const c of arr(spec[list])) {
-      if (!isObject(c)) continue;
-      const image = str(c, 'image') ?? '';
-      const tagged = /:[^/]+$/.test(image) && !image.endsWith(':latest');
-      c.imagePullPolicy ??= tagged || image.includes('@') ? 'IfNotPresent' : 'Always';
-      c.terminationMessagePath ??= '/dev/termination-log';
-      c.terminationMessagePolicy ??= 'File';
-      c.resources ??= {};
-      // Limits without requests: the requests default to the limits.
-      const res = c.resources;
-      if (isObject(res) && isObject(res.limits)) {
-        const requests = isObject(res.requests) ? res.requests : {};
-        for (const [k, v] of Object.entries(res.limits)) requests[k] ??= v;
-        res.requests = requests;
-      }
-      for (const p of arr(c.ports)) if (isObject(p)) p.protocol ??= 'TCP';
-    }
-  }
-}
-
-/** A Pod's checks (also those of a Pod template, under its path). */
-export function podValidate(obj: JsonObject): FieldError[] {
-  const errs = validateObjectMeta(obj, true, dns1123Subdomain);
-  const spec = isObject(obj.spec) ? obj.spec : {};
-  const containers = arr(spec.containers);
-  if (containers.length === 0) errs.push(fieldRequired('spec.containers'));
-  containers.forEach((c, i) => {
-    if (!isObject(c)) return;
-    if (typeof c.name !== 'string' || c.name === '')
-      errs.push(fieldRequired(`spec.containers[${i}].name`));
-    if (typeof c.image !== 'string' || c.image === '')
-      errs.push(fieldRequired(`spec.containers[${i}].image`));
-  });
-  return errs;
-}
-
-function podReady(o: JsonObject): JsonValue {
-  const spec = isObject(o.spec) ? o.spec : {};
-  const status = isObject(o.status) ? o.status : {};
-  const total = arr(spec.containers).length;
-  const ready = arr(status.containerStatuses).filter((s) => isObject(s) && s.ready === true).length;
-  return `${ready}/${total}`;
-}
-
-/** The Status cell of `kubectl get pods`: the phase, or Terminating once deleted. */
-function podStatus(o: JsonObject): JsonValue {
-  if (meta(o).deletionTimestamp !== undefined) return 'Terminating';
-  return isObject(o.status) ? (o.status.phase ?? '') : '';
-}
-
-function podRestarts(o: JsonObject): JsonValue {
-  const status = isObject(o.status) ? o.status : {};
-  let n = 0;
-  for (const s of arr(status.containerStatuses))
-    if (isObject(s) && typeof s.restartCount === 'number') n += s.restartCount;
-  return n;
 }
 
 let nextClusterIp = 1;

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@proxy-op/contract';
 import {
@@ -143,11 +144,13 @@ function upstreamsPath(
 
 /** The list at start: none while the file is not there yet (the pool has no verified Proxy). */
 function firstList(file: string, log: Logger): ParentProxy[] {
+  if (!existsSync(file)) {
+    log.warn({ file }, 'the upstreams file is not there yet; no upstream until it is');
+    return [];
+  }
   try {
     return readParentsFile(file);
   } catch (err) {
-    if (!/\(ENOENT\)$/.test((err as Error).message)) throw new UsageError((err as Error).message);
-    log.warn({ file }, 'the upstreams file is not there yet; no upstream until it is');
-    return [];
+    throw new UsageError((err as Error).message);
   }
 }
