@@ -1,5 +1,6 @@
 // Test support: runs the built CLI in a child process over a temp workspace.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,4 +99,32 @@ export async function cliWorkspace(): Promise<CliWorkspace> {
     ],
     dispose: () => rm(root, { recursive: true, force: true }),
   };
+}
+
+/** A GET through a proxy, with the upstream the answer names. */
+export function requestViaGateway(
+  proxy: { address: string; port: number },
+  url: string,
+  authorization?: string | undefined,
+): Promise<{ status: number; upstream: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: proxy.address,
+      port: proxy.port,
+      path: url,
+      agent: false,
+      headers: authorization === undefined ? {} : { 'proxy-authorization': authorization },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }

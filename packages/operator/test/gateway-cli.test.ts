@@ -1,14 +1,13 @@
 // Peers: the built CLI (`proxy-op gateway --upstreams FILE`) as a user runs it, one real upstream
 // (the forward proxy of @proxy-op/forward-proxy) and a real HTTP origin, all on 127.0.0.0/8.
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ForwardProxy, startForwardProxy } from '@proxy-op/forward-proxy';
 import { freePort, spawnJsonLines, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upstreamsText } from '../src/pool/store.js';
-import { CLI, runCli } from './cli-support.js';
+import { CLI, requestViaGateway, runCli } from './cli-support.js';
 
 let dir = '';
 let upstream: ForwardProxy;
@@ -30,27 +29,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function through(port: number): Promise<{ status: number; upstream: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.74.1',
-      port,
-      path: `http://127.0.0.1:${echo.port}/cli`,
-      agent: false,
-    });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const through = (port: number) =>
+  requestViaGateway({ address: '127.0.74.1', port }, `http://127.0.0.1:${echo.port}/cli`);
 
 describe('proxy-op gateway --upstreams FILE', () => {
   it('starts before the file exists, and takes the upstreams once it does', async () => {

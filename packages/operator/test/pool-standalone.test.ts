@@ -2,7 +2,6 @@
 // local provider's real forward-proxy processes on 127.0.73.0/24; a real HTTP origin on loopback
 // reached through the published endpoints. The manifest is the README's ProxyPool example.
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +15,7 @@ import {
 } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { CLI, runCli, spawnCli } from './cli-support.js';
+import { CLI, requestViaGateway, runCli, spawnCli } from './cli-support.js';
 import { proxyPids } from './probe-support.js';
 
 const README = fileURLToPath(new URL('../README.md', import.meta.url));
@@ -174,7 +173,7 @@ describe('ProxyPool in standalone mode, from the README', () => {
       expect(listening.upstreams).toBe(3);
       const seen = new Set<string>();
       for (let i = 0; i < 12; i++) {
-        const r = await requestWithHeaders(
+        const r = await requestViaGateway(
           { address: '127.0.73.250', port },
           `http://127.0.0.1:${echo.port}/via-gateway`,
           GATEWAY_AUTH,
@@ -183,7 +182,7 @@ describe('ProxyPool in standalone mode, from the README', () => {
         seen.add(r.upstream ?? '');
       }
       expect([...seen].sort(), 'each request names the Proxy that carried it').toEqual(names);
-      const refused = await requestWithHeaders(
+      const refused = await requestViaGateway(
         { address: '127.0.73.250', port },
         `http://127.0.0.1:${echo.port}/via-gateway`,
         undefined,
@@ -210,7 +209,7 @@ describe('ProxyPool in standalone mode, from the README', () => {
     const kept = await owned();
     // The gateway follows: every request goes to the one Proxy left.
     const through = async () =>
-      (await requestWithHeaders(gatewayAt, `http://127.0.0.1:${echo.port}/after`, GATEWAY_AUTH))
+      (await requestViaGateway(gatewayAt, `http://127.0.0.1:${echo.port}/after`, GATEWAY_AUTH))
         .upstream;
     const left = kept[0]?.replace('default/', '');
     await until(async () => (await through()) === left, 10_000, 'the gateway follows the pool');
@@ -240,31 +239,3 @@ describe('ProxyPool in standalone mode, from the README', () => {
     expect((await readdir(stateDir)).filter((f) => f.endsWith('.json'))).toEqual([]);
   }, 90_000);
 });
-
-/** A GET through a proxy, with the upstream the answer names. */
-function requestWithHeaders(
-  proxy: { address: string; port: number },
-  url: string,
-  authorization: string | undefined,
-): Promise<{ status: number; upstream: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: proxy.address,
-      port: proxy.port,
-      path: url,
-      agent: false,
-      headers: authorization === undefined ? {} : { 'proxy-authorization': authorization },
-    });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
