@@ -17,8 +17,12 @@ const exec = promisify(execFile);
 /** The version every package is first published at. */
 export const FIRST_VERSION = '0.1.0';
 
-/** The folders of a package that a copy for versioning and packing leaves out. */
-const NOT_COPIED = new Set(['node_modules', 'src', 'test', 'bench', '.turbo', 'coverage']);
+/**
+ * The folders of a package that a copy for versioning and packing leaves out. Hidden entries
+ * at a package's top level are left out too: they are never published, and some are scratch
+ * space other suites create and remove while this copy runs (a README example's project).
+ */
+const NOT_COPIED = new Set(['node_modules', 'src', 'test', 'bench', 'coverage']);
 
 /** A copy of the repo (manifests, READMEs, built output, changesets) in the temp dir. */
 export interface RepoCopy {
@@ -37,7 +41,8 @@ export function copyRepo(root: string = REPO_ROOT): RepoCopy {
     filter: (src) => {
       const parts = src.slice(join(root, 'packages').length + 1).split('/');
       return (
-        !(parts.length === 2 && NOT_COPIED.has(parts[1] ?? '')) && !parts.includes('node_modules')
+        !(parts.length >= 2 && (NOT_COPIED.has(parts[1] ?? '') || parts[1]?.startsWith('.'))) &&
+        !parts.includes('node_modules')
       );
     },
   });

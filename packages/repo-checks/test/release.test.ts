@@ -2,7 +2,15 @@
 // `changeset version` on a copy of the repo, and the release workflow's YAML. First versions
 // and changelogs, tarball contents, publishing in dependency order and the workflow, each also
 // on a seeded change that must fail its check.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -158,6 +166,33 @@ describe('first versions and changelogs: changeset version on a copy of the repo
       seeded.dispose();
     }
   }, 60_000);
+});
+
+describe('the copy of the repo', () => {
+  it("leaves out a package's hidden scratch folders, which other suites remove while it runs", () => {
+    const root = mkdtempSync(join(tmpdir(), 'proxy-op-copy-seed-'));
+    try {
+      for (const f of ['package.json', 'package-lock.json']) writeFileSync(join(root, f), '{}');
+      mkdirSync(join(root, '.changeset'));
+      mkdirSync(join(root, 'node_modules'));
+      const pkg = join(root, 'packages', 'p');
+      mkdirSync(join(pkg, '.readme-example-x', 'sub'), { recursive: true });
+      mkdirSync(join(pkg, 'dist'), { recursive: true });
+      writeFileSync(join(pkg, 'package.json'), '{}');
+      writeFileSync(join(pkg, 'dist', 'index.js'), '');
+      const copy = copyRepo(root);
+      try {
+        expect(readdirSync(join(copy.dir, 'packages', 'p')).sort()).toEqual([
+          'dist',
+          'package.json',
+        ]);
+      } finally {
+        copy.dispose();
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the publish dry run', () => {
