@@ -38,22 +38,30 @@ export function readParentsFile(path: string): ParentProxy[] {
 }
 
 /**
- * Checks `path` every second and calls `changed` with the new
- * list after each change; `warn` gets what went wrong (path and reason
- * only). Returns what stops it.
+ * Checks `path` every second and calls `changed` with the new list after
+ * each change; `warn` gets what went wrong (path and reason only). `current`
+ * is the list the caller read (none: the file was not there): the first
+ * check compares the file with it, so a change between the caller's read and
+ * this call is not missed. Returns what stops it.
  */
 export function watchParentsFile(
   path: string,
   changed: (list: ParentProxy[]) => void,
   warn: (message: string) => void,
+  current: readonly ParentProxy[] = [],
 ): () => void {
-  let stamp = safeStamp(path);
+  let stamp: string | undefined;
+  let last = JSON.stringify(current);
   const timer = setInterval(() => {
     const next = safeStamp(path);
     if (next === stamp || next === undefined) return;
     stamp = next;
     try {
-      changed(readParentsFile(path));
+      const list = readParentsFile(path);
+      const text = JSON.stringify(list);
+      if (text === last) return;
+      last = text;
+      changed(list);
     } catch (err) {
       warn(`${(err as Error).message}; the upstreams stay as they were`);
     }

@@ -138,6 +138,7 @@ export async function runProxyServer(argv: readonly string[]): Promise<void> {
           }
         },
         (message) => process.stderr.write(`proxy-server: ${message}\n`),
+        options.parents?.upstreams,
       );
     }
     process.stderr.write(

@@ -106,6 +106,8 @@ export const DEFAULTS = Object.freeze({
   // ---- Kubernetes ----
   /** The deadline of one API request, answer included. */
   requestTimeoutMs: 30_000,
+  /** The image a pool's gateway Deployment runs (`proxy-op gateway`): the operator's. */
+  gatewayImage: 'ghcr.io/proxy-op/operator:latest',
   /** The field manager named on every write. */
   fieldManager: 'proxy-op',
   /** The Events' `reportingInstance` when the store is given no identity (the CLI gives the host's). */

@@ -41,6 +41,21 @@ export function spawnCli(
   return spawnJsonLines(process.execPath, [CLI, ...args], { env, cwd });
 }
 
+/** `proxy-op run --standalone DIR --providers FILE` with no metrics listener, logging JSON lines. */
+export function spawnStandalone(dir: string, providers: string): JsonLinesProcess {
+  return spawnCli([
+    'run',
+    '--standalone',
+    dir,
+    '--providers',
+    providers,
+    '--listen',
+    'off',
+    '--output',
+    'json',
+  ]);
+}
+
 /** A temp folder with a providers file (a file-backed reference provider) and a manifests folder. */
 export interface CliWorkspace {
   root: string;

@@ -163,6 +163,8 @@ describeWithPeers({ describe, it }, 'kubectl kustomize', ['kubectl'], () => {
     expect(c.resources.requests).toBeDefined();
     expect(c.resources.limits.memory).toBeDefined();
     expect(c.args).toContain('--listen=:9464');
+    // The pools' gateway Pods run the operator's own image.
+    expect(c.args).toContain(`--gateway-image=${c.image}`);
     // Nothing in the base grants Pods.
     for (const o of objects) {
       for (const r of o.rules ?? []) expect(r.resources).not.toContain('pods');

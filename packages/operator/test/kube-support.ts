@@ -12,6 +12,10 @@ import {
   type OperatorOptions,
   type ProviderSet,
 } from '../src/index.js';
+import { KubePoolStore } from '../src/kube/pools.js';
+import { SecretCredentialStore } from '../src/kube/secrets.js';
+import { PoolController } from '../src/pool/controller.js';
+import type { PoolGateways } from '../src/pool/gateway.js';
 
 /** One HTTP exchange with the test server. */
 export interface Reply {
@@ -156,6 +160,47 @@ export async function startOperator(
     operator,
     async stop() {
       await operator.stop();
+      await store.close();
+    },
+  };
+}
+
+/** The operator and the pool controller in process over the Kubernetes store, as `run` has them. */
+export async function startPoolOperator(
+  client: KubeClient,
+  providers: ProviderSet,
+  opts: { gateways?: PoolGateways; operator?: OperatorOptions } = {},
+) {
+  const store = await KubeStore.start({ client, identity: 'test' });
+  const pools = await KubePoolStore.start({ client, proxies: store });
+  const credentials = new SecretCredentialStore(client);
+  const controller = new PoolController({
+    pools,
+    proxies: store,
+    providers,
+    credentials,
+    gateways: opts.gateways,
+  });
+  const operator = new Operator(
+    { store: controller.observe(store), providers, credentials },
+    {
+      gcIntervalMs: 0,
+      healthIntervalMs: 0,
+      probeIntervalMs: 0,
+      backoffBaseMs: 20,
+      backoffMaxMs: 200,
+      ...opts.operator,
+    },
+  );
+  operator.start();
+  controller.start();
+  return {
+    store,
+    async stop() {
+      await controller.stop();
+      await opts.gateways?.stop();
+      await operator.stop();
+      await pools.close();
       await store.close();
     },
   };

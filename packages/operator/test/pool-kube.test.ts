@@ -7,11 +7,13 @@ import { join } from 'node:path';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { describeWithPeers, type ProcessRun, runProcess } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { KubeStore, Operator } from '../src/index.js';
-import { KubePoolStore } from '../src/kube/pools.js';
-import { SecretCredentialStore } from '../src/kube/secrets.js';
-import { PoolController } from '../src/pool/controller.js';
-import { clientFor, installCrds, KubeTestServer, until } from './kube-support.js';
+import {
+  clientFor,
+  installCrds,
+  KubeTestServer,
+  startPoolOperator,
+  until,
+} from './kube-support.js';
 import { providerSet, testRegistry } from './support.js';
 
 const { afterAll, beforeAll, expect, it } = vitest;
@@ -59,27 +61,9 @@ describeWithPeers(vitest, 'ProxyPool on Kubernetes', ['kubectl', 'openssl'], () 
       'installation: pool-kube\nproviders:\n  - name: lab\n    type: memory\n',
       reg.registry,
     );
-    const store = await KubeStore.start({ client, identity: 'test' });
-    const pools = await KubePoolStore.start({ client, proxies: store });
-    const credentials = new SecretCredentialStore(client);
-    const controller = new PoolController({ pools, proxies: store, providers, credentials });
-    const operator = new Operator(
-      { store: controller.observe(store), providers, credentials },
-      {
-        gcIntervalMs: 0,
-        healthIntervalMs: 0,
-        probeIntervalMs: 0,
-        backoffBaseMs: 20,
-        backoffMaxMs: 200,
-      },
-    );
-    operator.start();
-    controller.start();
+    const running = await startPoolOperator(client, providers);
     stopAll = async () => {
-      await controller.stop();
-      await operator.stop();
-      await pools.close();
-      await store.close();
+      await running.stop();
       await providers.close();
       client.close();
     };

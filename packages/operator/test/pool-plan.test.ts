@@ -171,6 +171,43 @@ describe('the pool planner', () => {
     if (!bad.ok) expect(bad.problems[0]?.path).toBe('spec.template.spec.allowedSources[0]');
   });
 
+  it('spec.gateway: defaults filled in, the plan from it, a bad address or session refused by name', async () => {
+    const { gatewayPlan } = await import('../src/pool/gateway.js');
+    const v = validatePoolSpec({ template, gateway: { enabled: true } });
+    expect(v.ok).toBe(true);
+    if (!v.ok) return;
+    expect(v.value.gateway).toEqual({
+      enabled: true,
+      port: 3128,
+      replicas: 1,
+      address: '127.0.0.1',
+      session: 'none',
+      sessionHeader: 'X-Proxy-Op-Session',
+      auth: { type: 'basic' },
+    });
+    const pool = {
+      metadata: { namespace: 'ns', name: 'p', uid: 'u', generation: 1, creationTimestamp: '' },
+      spec: v.value,
+      status: {},
+    };
+    // The template's sources when the gateway names none; the drain of the rotation, or 30 s.
+    expect(gatewayPlan(pool)).toMatchObject({ allowedSources: ['10.0.0.0/8'], drainSeconds: 30 });
+    const off = validatePoolSpec({ template, gateway: { enabled: false } });
+    expect(off.ok && gatewayPlan({ ...pool, spec: off.value })).toBe(undefined);
+    const address = validatePoolSpec({
+      template,
+      gateway: { enabled: true, address: 'localhost' },
+    });
+    expect(address.ok).toBe(false);
+    if (!address.ok) {
+      expect(address.problems[0]?.path).toBe('spec.gateway.address');
+      expect(address.problems[0]?.message).toContain('not an IP address');
+    }
+    const session = validatePoolSpec({ template, gateway: { session: 'sticky' } });
+    expect(session.ok).toBe(false);
+    if (!session.ok) expect(session.problems[0]?.path).toBe('spec.gateway.session');
+  });
+
   it('rounds percentages as Kubernetes does: surge up, unavailable down', () => {
     const s = spec({ replicas: 5, strategy: { maxSurge: '25%', maxUnavailable: '25%' } });
     expect(s.maxSurge).toBe(2);

@@ -15,7 +15,7 @@ import {
 } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { CLI, requestViaGateway, runCli, spawnCli } from './cli-support.js';
+import { CLI, requestViaGateway, runCli, spawnStandalone } from './cli-support.js';
 import { proxyPids } from './probe-support.js';
 
 const README = fileURLToPath(new URL('../README.md', import.meta.url));
@@ -66,19 +66,7 @@ async function until(fn: () => Promise<boolean>, ms: number, what: string): Prom
   }
 }
 
-function start(): JsonLinesProcess {
-  return spawnCli([
-    'run',
-    '--standalone',
-    dir,
-    '--providers',
-    providers,
-    '--listen',
-    'off',
-    '--output',
-    'json',
-  ]);
-}
+const start = (): JsonLinesProcess => spawnStandalone(dir, providers);
 
 async function stop(p: JsonLinesProcess | undefined): Promise<void> {
   if (p === undefined) return;

@@ -16,6 +16,7 @@ import {
   Operator,
   parseProvidersConfig,
 } from '../src/index.js';
+import { KubeGateways } from '../src/kube/gateways.js';
 import { KubePoolStore } from '../src/kube/pools.js';
 import { SecretCredentialStore } from '../src/kube/secrets.js';
 import { PoolController } from '../src/pool/controller.js';
@@ -371,6 +372,8 @@ function poolScenario(
     before?: () => void;
     after?: (ns: string) => Promise<void>;
     done?: (ns: string) => boolean;
+    /** The pool's spec.gateway. */
+    gateway?: Record<string, unknown>;
   } = {},
 ): Scenario {
   return async (n) => {
@@ -421,6 +424,7 @@ function poolScenario(
         proxies: store,
         providers: set,
         credentials,
+        gateways: new KubeGateways({ client: sa, image: 'proxy-op:rbac', recheckMs: 100 }),
         logger,
       });
       operator = new Operator(
@@ -454,6 +458,7 @@ function poolScenario(
                   placement: { machineType: 'small', image: 'debian-13' },
                 },
               },
+              ...(opts.gateway === undefined ? {} : { gateway: opts.gateway }),
             },
           },
         },
@@ -481,6 +486,37 @@ function poolScenario(
       await set.close();
     }
   };
+}
+
+/** A pool with a gateway: written (get, create), then changed (update) or disabled (delete). */
+function gatewayScenario(what: string, then?: 'change' | 'disable'): Scenario {
+  const patch = async (ns: string, gateway: Record<string, unknown>) => {
+    const r = await call(
+      server,
+      'PATCH',
+      `/apis/proxy-op.io/v1alpha1/namespaces/${ns}/proxypools/pool`,
+      { body: { spec: { gateway } }, contentType: 'application/merge-patch+json' },
+    );
+    expect(r.status).toBe(200);
+  };
+  const service = (ns: string) =>
+    server.objects('', 'services', ns)[0] as { spec?: { ports?: Array<{ port: number }> } };
+  return poolScenario(what, {
+    gateway: { enabled: true, port: 8080 },
+    ...(then === undefined
+      ? {}
+      : then === 'change'
+        ? {
+            after: (ns) => patch(ns, { port: 9090 }),
+            done: (ns) => service(ns)?.spec?.ports?.[0]?.port === 9090,
+          }
+        : {
+            after: (ns) => patch(ns, { enabled: false }),
+            done: (ns) =>
+              server.objects('apps', 'deployments', ns).length === 0 &&
+              server.objects('', 'services', ns).length === 0,
+          }),
+  });
 }
 
 /** Scales the scenario's pool to none; done once its Proxies are gone. */
@@ -577,6 +613,32 @@ const SCENARIOS: Record<string, { operation: string; run: Scenario }> = {
   'configmaps get': { operation: 'writing ConfigMap', run: poolScenario('writing ConfigMap') },
   'configmaps create': { operation: 'writing ConfigMap', run: poolScenario('writing ConfigMap') },
   'configmaps update': { operation: 'writing ConfigMap', run: poolScenario('writing ConfigMap') },
+  'deployments get': {
+    operation: 'writing Deployment',
+    run: gatewayScenario('writing Deployment'),
+  },
+  'deployments create': {
+    operation: 'writing Deployment',
+    run: gatewayScenario('writing Deployment'),
+  },
+  'deployments update': {
+    operation: 'writing Deployment',
+    run: gatewayScenario('writing Deployment', 'change'),
+  },
+  'deployments delete': {
+    operation: 'deleting Deployment',
+    run: gatewayScenario('deleting Deployment', 'disable'),
+  },
+  'services get': { operation: 'writing Service', run: gatewayScenario('writing Service') },
+  'services create': { operation: 'writing Service', run: gatewayScenario('writing Service') },
+  'services update': {
+    operation: 'writing Service',
+    run: gatewayScenario('writing Service', 'change'),
+  },
+  'services delete': {
+    operation: 'deleting Service',
+    run: gatewayScenario('deleting Service', 'disable'),
+  },
   'providerhealths list': {
     operation: 'listing ProviderHealth',
     run: startScenario('listing ProviderHealth failed'),

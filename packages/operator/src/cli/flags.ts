@@ -317,6 +317,13 @@ export const RUN_FLAGS = [
     help: 'deadline of one API request (default {default})',
     kubernetes: true,
   },
+  {
+    name: 'gateway-image',
+    value: 'IMAGE',
+    defaultKey: 'gatewayImage',
+    help: "the image of a ProxyPool's gateway Pods, which run proxy-op gateway\n(default {default})",
+    kubernetes: true,
+  },
 ] as const satisfies readonly RunFlag[];
 
 type Flag = (typeof RUN_FLAGS)[number];

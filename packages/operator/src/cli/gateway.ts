@@ -24,7 +24,7 @@ import { defaultStateFile, endpointsDir } from '../state-file.js';
 import { proxyKey } from '../store.js';
 import { parseDuration, UsageError } from './args.js';
 
-const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | --upstreams FILE)
+const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | [POOL] --upstreams FILE)
     --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
     [--password-file FILE [--realm REALM]] [--session none|client|header] [--session-header FIELD]
     [--drain 30s] [--access-log FILE]
@@ -110,6 +110,7 @@ export async function gateway(argv: string[]): Promise<number> {
       }
     },
     (message) => log.warn({ err: message, file }, 'gateway upstreams unreadable'),
+    upstreams,
   );
   const signal = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -127,8 +128,9 @@ function upstreamsPath(
   positionals: string[],
 ): string {
   if (values.upstreams !== undefined) {
-    if (positionals.length > 0 || values.standalone !== undefined) {
-      throw new UsageError(`give --upstreams, or a POOL with --standalone, not both\n\n${USAGE}`);
+    // A POOL given with --upstreams only names the gateway (its realm, its logs).
+    if (positionals.length > 1 || values.standalone !== undefined) {
+      throw new UsageError(`give --upstreams, or --standalone, not both\n\n${USAGE}`);
     }
     return values.upstreams;
   }

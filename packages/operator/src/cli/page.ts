@@ -5,6 +5,7 @@
  *
  * @module
  */
+
 import type { Meter } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
 import type { ProbeTargetSpec } from '@proxy-op/probe';
@@ -14,6 +15,7 @@ import { EventLog } from '../page/events.js';
 import { type StatusPage, startStatusPage } from '../page/server.js';
 import type { PageRole } from '../page/wire.js';
 import { PoolController } from '../pool/controller.js';
+import type { PoolGateways } from '../pool/gateway.js';
 import type { PoolStore } from '../pool/store.js';
 import type { ProviderSet } from '../providers/set.js';
 import type { ProxyStore } from '../store.js';
@@ -49,6 +51,8 @@ export interface OperatorParts {
   readonly pools: PoolStore;
   readonly providers: ProviderSet;
   readonly credentials: CredentialStore;
+  /** Where pools' gateways run (standalone: processes). */
+  readonly gateways?: PoolGateways | undefined;
   readonly logger: Logger;
   readonly meter?: Meter | undefined;
   readonly probeTarget?: ProbeTargetSpec | undefined;
@@ -68,6 +72,7 @@ export function buildOperator(o: OperatorParts): { pools: PoolController; operat
     proxies: o.store,
     providers: o.providers,
     credentials: o.credentials,
+    gateways: o.gateways,
     logger: o.logger,
   });
   let store = pools.observe(o.store);

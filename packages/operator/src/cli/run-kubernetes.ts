@@ -13,6 +13,7 @@ import type { Logger } from '@proxy-op/contract';
 import type { LevelWithSilent } from 'pino';
 import { DEFAULTS } from '../defaults.js';
 import type { KubeClient } from '../kube/client.js';
+import { KubeGateways } from '../kube/gateways.js';
 import type { KubePoolStore } from '../kube/pools.js';
 import { SecretCredentialStore } from '../kube/secrets.js';
 import type { KubeStore } from '../kube/store.js';
@@ -51,6 +52,8 @@ export interface KubeRunOptions {
   readonly retryPeriodMs: number;
   readonly shutdownGraceMs: number;
   readonly requestTimeoutMs: number;
+  /** The image of the pools' gateway Pods. */
+  readonly gatewayImage: string;
   /** The operator's own probe target; undefined: none. */
   readonly probeTarget: ProbeTargetOptions | undefined;
 }
@@ -215,11 +218,13 @@ export async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
   }
   const providers = new ProviderSet({ logger, meter: metrics?.meter });
   const credentials = new SecretCredentialStore(client);
+  const gateways = new KubeGateways({ client, image: o.gatewayImage, logger });
   const { pools: poolController, operator } = buildOperator({
     store,
     pools,
     providers,
     credentials,
+    gateways,
     logger,
     meter: metrics?.meter,
     probeTarget: own?.target,
@@ -253,6 +258,7 @@ export async function runOnKubernetes(o: KubeRunOptions): Promise<number> {
   view.stop();
   // Leadership lost: another replica may lead any moment, so nothing more is done here.
   await poolController.stop();
+  await gateways.stop();
   await operator.stop({ graceMs: outcome === 'lost' ? 0 : o.shutdownGraceMs });
   await pools.close();
   await reloader.settled();

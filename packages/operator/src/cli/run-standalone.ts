@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from '@proxy-op/contract';
 import type { LevelWithSilent } from 'pino';
 import { FileCredentialStore } from '../auth/store.js';
+import { GatewayProcesses } from '../gateway-processes.js';
 import { createLogger } from '../log.js';
 import type { OperatorOptions } from '../operator.js';
 import { startTracing } from '../otel.js';
@@ -23,7 +24,7 @@ import { credentialsDir, standaloneProviders } from '../providers/default.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { ProviderSet } from '../providers/set.js';
 import { StandaloneStore } from '../standalone.js';
-import { defaultStateFile } from '../state-file.js';
+import { defaultStateFile, endpointsDir } from '../state-file.js';
 import { startStatusView } from '../view.js';
 import { buildOperator, startPage } from './page.js';
 import { loadProviders, logDefaultProvider, reloadProvidersOnChange } from './providers.js';
@@ -89,11 +90,17 @@ export async function runStandalone(o: StandaloneRunOptions): Promise<number> {
     logger,
   );
   const credentials = new FileCredentialStore(credentialsDir(stateFile));
+  const gateways = new GatewayProcesses({
+    endpointsDir: endpointsDir(stateFile),
+    dir: credentialsDir(stateFile),
+    logger,
+  });
   const { pools, operator } = buildOperator({
     store,
     pools: store.pools,
     providers,
     credentials,
+    gateways,
     logger,
     meter: metrics?.meter,
     probeTarget: own?.target,
@@ -172,6 +179,7 @@ export async function runStandalone(o: StandaloneRunOptions): Promise<number> {
     await operator.runGc();
   }
   await pools.stop();
+  await gateways.stop();
   await operator.stop();
   await page?.close();
   await own?.close();

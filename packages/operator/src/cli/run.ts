@@ -143,6 +143,7 @@ export async function run(argv: string[], mode: 'run' | 'down' = 'run'): Promise
       retryPeriodMs: duration('retry-period'),
       shutdownGraceMs: duration('shutdown-grace'),
       requestTimeoutMs: duration('request-timeout'),
+      gatewayImage: value('gateway-image'),
       probeTarget,
     });
   }

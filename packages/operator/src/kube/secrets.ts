@@ -38,8 +38,10 @@ interface RawSecret {
   data?: Record<string, string>;
 }
 
-const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
-const unb64 = (s: string | undefined) =>
+/** A Secret's `data` value of a string. */
+export const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+/** The string of a Secret's `data` value; undefined for none. */
+export const unb64 = (s: string | undefined) =>
   s === undefined ? undefined : Buffer.from(s, 'base64').toString('utf8');
 
 /** The name of the Secret of the Proxy `name`. */

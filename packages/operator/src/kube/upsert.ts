@@ -17,6 +17,8 @@ export interface UpsertRequest {
   /** The object, without a resourceVersion. */
   readonly body: { readonly metadata: Record<string, unknown> } & Record<string, unknown>;
   readonly signal?: AbortSignal | undefined;
+  /** What a replacement carries over from the object there (a Service's cluster IPs). */
+  readonly keep?: ((existing: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }
 
 /** Reads an object; undefined when there is none (404). */
@@ -37,12 +39,9 @@ export async function getOrNothing<T>(
 /** Creates the object, or replaces the one there on top of the version read. */
 export async function upsert(client: KubeClient, r: UpsertRequest): Promise<void> {
   const path = `${r.collection}/${r.name}`;
-  const existing = await getOrNothing<{ metadata?: { resourceVersion?: string } }>(
-    client,
-    r.operation,
-    path,
-    r.signal,
-  );
+  const existing = await getOrNothing<
+    { metadata?: { resourceVersion?: string } } & Record<string, unknown>
+  >(client, r.operation, path, r.signal);
   if (existing === undefined) {
     await client.request({
       operation: r.operation,
@@ -59,6 +58,7 @@ export async function upsert(client: KubeClient, r: UpsertRequest): Promise<void
     path,
     body: {
       ...r.body,
+      ...r.keep?.(existing),
       metadata: { ...r.body.metadata, resourceVersion: existing.metadata?.resourceVersion },
     },
     signal: r.signal,

@@ -15,9 +15,11 @@ import { canonicalJson } from '../cloudinit.js';
 import { messageOf } from '../message.js';
 import type { ProviderSet } from '../providers/set.js';
 import { WorkQueue } from '../queue.js';
-import type { ProxyObject, ProxyStatus } from '../schema.js';
+import type { ProxyObject } from '../schema.js';
 import { hookStore, type ProxyStore, proxyKey } from '../store.js';
-import { type Member, planPool } from './plan.js';
+import { gatewayPlan, type PoolGateways } from './gateway.js';
+import { memberOf, poolView } from './member.js';
+import { planPool } from './plan.js';
 import { type ResolvedPoolSpec, resolvePoolSpec } from './resolve.js';
 import type { PoolEndpoint, PoolObject } from './schema.js';
 import { poolStatus } from './status.js';
@@ -27,7 +29,6 @@ import {
   type PublishedEndpoints,
   type PublishedUpstream,
   REMEDIATE_ANNOTATION,
-  SKIP_REMEDIATION_ANNOTATION,
   TEMPLATE_HASH_LABEL,
 } from './store.js';
 
@@ -41,6 +42,8 @@ export interface PoolControllerDeps {
   readonly providers: ProviderSet;
   /** Where the Proxies' credentials are, for the endpoint list with credentials. */
   readonly credentials?: CredentialStore | undefined;
+  /** Where pools' gateways run; without it `spec.gateway` is reported as not served. */
+  readonly gateways?: PoolGateways | undefined;
   /** Where the controller logs; silent when omitted. */
   readonly logger?: Logger | undefined;
   /** The clock; the system clock when omitted. */
@@ -81,38 +84,6 @@ export function membersOf(proxies: ProxyStore, pool: PoolObject): ProxyObject[] 
 function ownerKey(p: ProxyObject): string | undefined {
   const o = p.metadata.ownerReferences?.find((r) => r.kind === 'ProxyPool');
   return o === undefined ? undefined : proxyKey(p.metadata.namespace, o.name);
-}
-
-/** What of a Proxy's status a pool counts, as one string to compare. */
-function poolView(st: ProxyStatus): string {
-  const c = (t: string) => {
-    const x = st.conditions?.find((k) => k.type === t);
-    return x === undefined ? '' : `${x.status}/${x.reason ?? ''}/${x.lastTransitionTime}`;
-  };
-  return [st.endpoint, st.egressIP, c('Ready'), c('DataPlane'), c('Latched')].join('|');
-}
-
-/** A Proxy as the planner sees it. */
-function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>): Member {
-  const ready = p.status.conditions?.find((c) => c.type === 'Ready');
-  const dataPlane = p.status.conditions?.find((c) => c.type === 'DataPlane');
-  const a = p.metadata.annotations ?? {};
-  return {
-    name: p.metadata.name,
-    uid: p.metadata.uid,
-    created: Date.parse(p.metadata.creationTimestamp),
-    hash: p.metadata.labels?.[TEMPLATE_HASH_LABEL] ?? '',
-    provider: p.spec.provider,
-    ready: ready?.status === 'True' && p.status.endpoint !== undefined,
-    readyChanged: ready === undefined ? undefined : Date.parse(ready.lastTransitionTime),
-    // Verified once (a probe passed), whatever the instance says now.
-    wasReady: p.status.probe?.lastPassTime !== undefined || dataPlane?.reason === 'ProbeFailed',
-    deleting: p.metadata.deletionTimestamp !== undefined,
-    drainingUntil: draining.get(p.metadata.name),
-    skipRemediation: a[SKIP_REMEDIATION_ANNOTATION] !== undefined,
-    remediate: a[REMEDIATE_ANNOTATION] !== undefined,
-    latched: p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
-  };
 }
 
 /** How long a provider that latched a pool's Proxy takes none of its new ones: 5 minutes. */
@@ -172,6 +143,8 @@ export class PoolController {
   start(): void {
     const { pools, proxies } = this.#deps;
     this.#unwatch.push(pools.watchPools((key) => this.queue.add(key)));
+    const gw = this.#deps.gateways?.watch((key) => this.queue.add(key));
+    if (gw !== undefined) this.#unwatch.push(gw);
     this.#unwatch.push(
       proxies.watch((key) => {
         const p = proxies.get(key);
@@ -236,7 +209,8 @@ export class PoolController {
     });
     // The status (drains recorded) and the endpoint list go first, then the deletions:
     // a Proxy is out of every list before it is drained and deleted.
-    await pools.updatePoolStatus(key, status);
+    const gateway = await this.#gateway(key, pool, status.endpoints?.length ?? 0);
+    await pools.updatePoolStatus(key, gateway === undefined ? status : { ...status, gateway });
     await pools.publishEndpoints(pool, await this.#endpointLists(status.endpoints ?? [], owned));
     for (const name of plan.delete)
       await pools.deleteProxy(proxyKey(pool.metadata.namespace, name));
@@ -375,8 +349,19 @@ export class PoolController {
     return out;
   }
 
-  /** A pool that is gone: its Proxies go too. */
+  /** The gateway's status: what the seam answers, or that none serves `spec.gateway` here. */
+  async #gateway(key: string, pool: PoolObject, verified: number) {
+    const plan = gatewayPlan(pool);
+    const seam = this.#deps.gateways;
+    // A pool that never reported a gateway has nothing of one to remove.
+    if (plan === undefined && pool.status.gateway === undefined) return undefined;
+    if (seam !== undefined) return seam.sync(key, plan, verified);
+    return plan && { url: '', ready: false, message: 'this operator runs no gateways' };
+  }
+
+  /** A pool that is gone: its Proxies and its gateway go too. */
   async #orphans(key: string, pool: PoolObject | undefined): Promise<void> {
+    await this.#deps.gateways?.gone(key);
     for (const at of this.#refused.keys()) if (at.startsWith(`${key}\0`)) this.#refused.delete(at);
     for (const p of this.#deps.proxies.list()) {
       if (ownerKey(p) !== key || p.metadata.deletionTimestamp !== undefined) continue;
