@@ -215,8 +215,20 @@ export async function startLibvirtd(opts: LibvirtdOptions = {}): Promise<Libvirt
     const [scheme, rest] = driver.split('://');
     return `${scheme}+unix://${rest}?socket=${socket}`;
   };
-  const virsh = async (driver: string, args: readonly string[]) =>
-    (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 })).stdout;
+  const virsh = async (driver: string, args: readonly string[]) => {
+    try {
+      return (await exec(BINARIES.virsh, ['-q', '-c', uri(driver), ...args], { timeout: 60_000 }))
+        .stdout;
+    } catch (err) {
+      // What virsh said, whether it ran out of time, and what the daemon logged last.
+      const e = err as Error & { killed?: boolean; stderr?: string };
+      const log = (await readOr(logFile)).trim().split('\n').slice(-20).join('\n');
+      throw new Error(
+        `virsh ${args.join(' ')} failed${e.killed === true ? ' (killed after 60 s)' : ''}: ${(e.stderr ?? '').trim() || e.message}\nlibvirtd's last log lines:\n${log || '(none)'}`,
+        { cause: err },
+      );
+    }
+  };
   const logdPid = async (): Promise<number> => Number((await readOr(virtlogdPid)).trim());
   const stopLogd = async () => {
     const pid = await logdPid();

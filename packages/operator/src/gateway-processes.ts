@@ -85,7 +85,7 @@ export class GatewayProcesses implements PoolGateways {
 
   /** {@inheritDoc PoolGateways.sync} */
   async sync(key: string, plan: GatewayPlan | undefined): Promise<PoolGatewayStatus | undefined> {
-    // `verified` is not needed: the process says how many upstreams it has.
+    // No `verified` here: the process itself says how many upstreams it has.
     let r = this.#running.get(key);
     if (r !== undefined && !samePlan(r.plan, plan)) {
       this.#running.delete(key);
@@ -111,7 +111,9 @@ export class GatewayProcesses implements PoolGateways {
     }
     // Ready: a client gets through it (it listens, and has a verified Proxy to send it to).
     const ready = r.listening && r.upstreams > 0;
-    const message = r.listening ? 'no verified Proxy to send clients to yet' : r.message;
+    const message = r.listening
+      ? 'no verified Proxy to send clients to yet'
+      : (r.message ?? 'starting');
     return {
       url: gatewayUrl(plan),
       ready,
