@@ -6,10 +6,18 @@
  * it at most {@link FLUSH_MS} ms later (at once when {@link FLUSH_BYTES}
  * have gathered), and everything on close. A backlog the disk cannot keep
  * up with is bounded, and what is dropped is counted and said on close.
+ * Lines gather in buffers outside the JS heap, and the file is written with
+ * plain `fs` calls, one write at a time, rather than through a write stream,
+ * which would load Node.js's stream and `fs/promises` modules into every
+ * proxy process for nothing.
  *
  * @module
  */
-import { createWriteStream } from 'node:fs';
+import { now as clock } from './clock.js';
+import { fs } from './fs.js';
+import { isoTime } from './http-date.js';
+
+const { close: closeFile, open, write: writeFile } = fs;
 
 /** One access-log line. */
 export interface AccessLogEntry {
@@ -48,47 +56,108 @@ export interface AccessLog {
 const LOG_BACKLOG_BYTES = 1 << 20;
 /** Writes of gathered lines are at least this far apart, in ms. */
 export const FLUSH_MS = 100;
-/** Gathered lines are written at once when they reach this size. */
+/** Lines gather in buffers of this size; a full one is written at once. */
 export const FLUSH_BYTES = 64 * 1024;
+/** Empty buffers kept for the next lines. */
+const SPARE_BUFFERS = 2;
 
 /** Opens `path` for appending. */
 export function openAccessLog(path: string): AccessLog {
-  const stream = createWriteStream(path, { flags: 'a' });
-  const ready = new Promise<void>((resolve) => {
-    stream.once('open', () => resolve());
-    stream.once('error', () => resolve());
-  });
+  let fd: number | undefined;
+  let closed = false;
   let dropped = 0;
-  let pending = '';
+  /** The buffer lines gather in, and how much of it they fill. */
+  let gathering: Buffer | undefined;
+  let used = 0;
+  /** Gathered lines waiting for the write in flight, oldest first. */
+  const queued: Buffer[] = [];
+  let queuedBytes = 0;
+  /** Bytes of the write in flight (0: none). */
+  let writing = 0;
+  const spare: Buffer[] = [];
   let scheduled = false;
   let timer: NodeJS.Timeout | undefined;
   let lastFlush = Number.NEGATIVE_INFINITY;
-  stream.on('error', () => {
-    dropped++;
+  let idle: (() => void) | undefined;
+  const lineCount = (b: Buffer) => {
+    let n = 0;
+    for (let i = b.indexOf(10); i >= 0; i = b.indexOf(10, i + 1)) n++;
+    return n;
+  };
+  const next = () => {
+    if (fd === undefined || writing > 0) return;
+    const buf = queued.shift();
+    if (buf === undefined) {
+      idle?.();
+      return;
+    }
+    queuedBytes -= buf.length;
+    writing = buf.length;
+    const file = fd;
+    const writeFrom = (offset: number) =>
+      writeFile(file, buf, offset, buf.length - offset, null, (err, n) => {
+        if (err === null && offset + n < buf.length) return writeFrom(offset + n);
+        // A failed write loses its lines; the count is said on close.
+        if (err !== null) dropped += lineCount(buf.subarray(offset));
+        writing = 0;
+        if (buf.buffer.byteLength === FLUSH_BYTES && spare.length < SPARE_BUFFERS) {
+          spare.push(Buffer.from(buf.buffer, buf.byteOffset, FLUSH_BYTES));
+        }
+        next();
+      });
+    writeFrom(0);
+  };
+  const ready = new Promise<void>((resolve) => {
+    open(path, 'a', (err, f) => {
+      if (err === null) fd = f;
+      else closed = true;
+      resolve();
+      next();
+    });
   });
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     scheduled = false;
-    lastFlush = performance.now();
-    if (pending === '') return;
-    const text = pending;
-    pending = '';
-    if (!stream.destroyed && !stream.writableEnded) stream.write(text);
+    lastFlush = clock();
+    if (gathering === undefined || used === 0) return;
+    queued.push(gathering.subarray(0, used));
+    queuedBytes += used;
+    gathering = undefined;
+    used = 0;
+    next();
+  };
+  /** Queues `text` on its own (a line longer than a buffer, or the closing note). */
+  const queueText = (text: string) => {
+    const b = Buffer.from(text, 'utf8');
+    queued.push(b);
+    queuedBytes += b.length;
   };
   return {
     ready,
     write(e) {
-      if (stream.destroyed || stream.writableEnded) return;
-      if (stream.writableLength + pending.length > LOG_BACKLOG_BYTES) {
+      if (closed) return;
+      // The line goes straight into a buffer outside the JS heap, so the lines
+      // waiting for their write are not strings the garbage collector moves
+      // to its old generation (they made up most of what it collected).
+      const line = `${JSON.stringify(e)}\n`;
+      const n = Buffer.byteLength(line, 'utf8');
+      if (writing + queuedBytes + used + n > LOG_BACKLOG_BYTES) {
         dropped++;
         return;
       }
-      pending += `${JSON.stringify(e)}\n`;
-      if (pending.length >= FLUSH_BYTES) flush();
+      if (used + n > FLUSH_BYTES) flush();
+      if (n > FLUSH_BYTES) {
+        queueText(line);
+        next();
+        return;
+      }
+      gathering ??= spare.pop() ?? Buffer.allocUnsafeSlow(FLUSH_BYTES);
+      used += gathering.write(line, used, 'utf8');
+      if (used === FLUSH_BYTES) flush();
       else if (!scheduled) {
         scheduled = true;
-        const wait = lastFlush + FLUSH_MS - performance.now();
+        const wait = lastFlush + FLUSH_MS - clock();
         if (wait <= 0) setImmediate(flush);
         else {
           timer = setTimeout(flush, wait);
@@ -96,13 +165,25 @@ export function openAccessLog(path: string): AccessLog {
         }
       }
     },
-    close: () =>
-      new Promise<void>((r) => {
-        flush();
-        if (dropped > 0 && !stream.destroyed) {
-          stream.write(`${JSON.stringify({ time: new Date().toISOString(), dropped })}\n`);
-        }
-        stream.end(() => r());
-      }),
+    async close() {
+      await ready;
+      if (fd === undefined) return;
+      closed = true;
+      flush();
+      await new Promise<void>((r) => {
+        idle = r;
+        next();
+      });
+      if (dropped > 0) {
+        queueText(`${JSON.stringify({ time: isoTime(), dropped })}\n`);
+        await new Promise<void>((r) => {
+          idle = r;
+          next();
+        });
+      }
+      const file = fd;
+      fd = undefined;
+      await new Promise<void>((r) => closeFile(file, () => r()));
+    },
   };
 }

@@ -8,8 +8,9 @@
  *
  * @module
  */
-import { hash as digest } from 'node:crypto';
+import { now as clock } from './clock.js';
 import { verifyPassword } from './crypt.js';
+import { crypto } from './lazy-crypto.js';
 import { WatchedPasswordFile } from './password-file.js';
 
 /** Proxy authentication, as `ForwardProxyOptions.auth` and the program's config file give it. */
@@ -108,10 +109,10 @@ export class ProxyAuth {
    * undefined when it does not (none, not Basic, no such user, a wrong
    * password, or no readable password file).
    */
-  check(value: string | undefined, now: number = performance.now()): string | undefined {
+  check(value: string | undefined, now: number = clock()): string | undefined {
     const users = this.#file.users(now);
     if (value === undefined || users === undefined) return undefined;
-    const key = digest('sha256', value, 'base64');
+    const key = crypto().hash('sha256', value, 'base64');
     const kept = this.#cache.get(key);
     if (kept !== undefined && kept.until > now && users.get(kept.user) === kept.hash) {
       return kept.ok ? kept.user : undefined;

@@ -9,9 +9,10 @@
  * @module
  */
 import type { Socket } from 'node:net';
+import { now as clock } from './clock.js';
 import type { ExchangeClient, ProxyContext, TrackedConnection } from './context.js';
 import { Exchange } from './exchange.js';
-import { httpDate } from './http-date.js';
+import { httpDate, isoTime } from './http-date.js';
 import { HeadError, parseRequestHead, type RequestHead } from './http1.js';
 import { metricsText } from './parents.js';
 import { HeadReader } from './reader.js';
@@ -72,7 +73,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     this.ctx = ctx;
     this.socket = socket;
     this.address = socket.remoteAddress ?? '';
-    this.#headSince = performance.now();
+    this.#headSince = clock();
     this.#heads = new HeadReader(ctx.limits.maxHeaderBytes);
     ctx.conns.add(this);
     socket.setTimeout(ctx.limits.idleTimeoutMs, () => socket.destroy());
@@ -141,7 +142,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
 
   /** Reads again after the current exchange could not take more input. */
   resumeInput(): void {
-    this.#bodySince = performance.now();
+    this.#bodySince = clock();
     if (this.#paused) {
       this.#paused = false;
       this.socket.resume();
@@ -154,12 +155,12 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     if (this.#buf === undefined) {
       this.#buf = chunk;
       if (this.#mode === HEAD && this.#served > 0 && !this.#holding) {
-        this.#headSince = performance.now();
+        this.#headSince = clock();
       }
     } else {
       this.#buf = Buffer.concat([this.#buf, chunk]);
     }
-    if (this.#mode === BUSY) this.#bodySince = performance.now();
+    if (this.#mode === BUSY) this.#bodySince = clock();
     this.#pump();
   };
 
@@ -232,7 +233,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   }
 
   #dispatch(head: RequestHead): void {
-    const started = performance.now();
+    const started = clock();
     const route = routeRequest(head);
     if (route.kind === 'tunnel') {
       this.#connect(head, started);
@@ -282,7 +283,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     this.#mode = HEAD;
-    this.#idleSince = performance.now();
+    this.#idleSince = clock();
     this.#headSince = this.#idleSince;
     const socket = this.socket;
     if (socket.writableLength > 0) {
@@ -313,7 +314,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     if (this.#holding) {
       this.#holding = false;
       // The wait for the client is not the next request's head time.
-      this.#idleSince = performance.now();
+      this.#idleSince = clock();
       this.#headSince = this.#idleSince;
       if (this.#ended && this.#buf === undefined) {
         this.#finish(false); // it sent nothing more before it half-closed
@@ -381,14 +382,14 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         `Connection: close\r\n\r\n${method === 'HEAD' ? '' : text}`,
     );
     this.ctx.log?.write({
-      time: new Date().toISOString(),
+      time: isoTime(),
       client: this.address,
       method,
       target,
       status,
       bytesIn,
       bytesOut: 0,
-      durationMs: Math.round(performance.now() - started),
+      durationMs: Math.round(clock() - started),
     });
     this.#finish(false);
   }

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { createHash, hash as digestOnce, randomBytes, timingSafeEqual } from 'node:crypto';
+import { crypto } from './lazy-crypto.js';
 
 /** The 64 characters of crypt's base-64, in the order of their values. */
 const ALPHABET = './0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -107,6 +107,7 @@ function encode(scheme: Scheme, c: Buffer): string {
 
 /** The digest part of a hash of `password` with `salt` (already cut to 16 bytes) and `rounds`. */
 function digestOf(scheme: Scheme, password: Buffer, salt: Buffer, rounds: number): string {
+  const { createHash, hash: digestOnce } = crypto();
   const h = () => createHash(scheme.digest);
   const p = password;
   const s = salt;
@@ -176,7 +177,7 @@ function parseHash(hash: string): Parsed | undefined {
 
 /** A fresh salt: 16 characters of crypt's alphabet from `randomBytes` (6 bits each). */
 function randomSalt(): string {
-  const bytes = randomBytes(MAX_SALT);
+  const bytes = crypto().randomBytes(MAX_SALT);
   let salt = '';
   for (const byte of bytes) salt += ALPHABET[byte & 0x3f];
   return salt;
@@ -231,5 +232,5 @@ export function verifyPassword(password: string | Uint8Array, hash: string): boo
   const digest = digestOf(parsed.scheme, bytes, Buffer.from(parsed.salt), parsed.rounds);
   const made = Buffer.from(`$${parsed.scheme.id}$${parsed.roundsPart}${parsed.salt}$${digest}`);
   const given = Buffer.from(hash);
-  return made.length === given.length && timingSafeEqual(made, given);
+  return made.length === given.length && crypto().timingSafeEqual(made, given);
 }

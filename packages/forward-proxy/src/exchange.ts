@@ -7,8 +7,9 @@
  *
  * @module
  */
+import { now as clock } from './clock.js';
 import type { ExchangeClient } from './context.js';
-import { httpDate } from './http-date.js';
+import { httpDate, isoTime } from './http-date.js';
 import {
   endToEndFields,
   HeadError,
@@ -43,7 +44,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   readonly #target: HttpTarget;
   /** The user the request authenticated as, when the proxy requires it. */
   readonly #user: string | undefined;
-  readonly #started = performance.now();
+  readonly #started = clock();
   #requestHead: string;
   #upstream: Upstream | undefined;
   /** Where the connection goes: the origin, or the parent carrying the request. */
@@ -160,7 +161,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
 
   onUpstream(u: Upstream): void {
     this.#waiting = false;
-    this.#sentAt = performance.now();
+    this.#sentAt = clock();
     if (this.#finished) {
       this.#conn.ctx.pool.release(u, true);
       return;
@@ -239,7 +240,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
         return;
       }
       if (res.status >= 200) {
-        p?.succeeded(performance.now() - this.#sentAt);
+        p?.succeeded(clock() - this.#sentAt);
         this.#respond(res, buf, end);
         return;
       }
@@ -471,7 +472,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     const log = this.#conn.ctx.log;
     if (log === undefined) return;
     log.write({
-      time: new Date().toISOString(),
+      time: isoTime(),
       client: this.#conn.address,
       user: this.#user,
       method: this.#head.method,
@@ -479,7 +480,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       status,
       bytesIn: this.#bytesIn,
       bytesOut: this.#bytesOut,
-      durationMs: Math.round(performance.now() - this.#started),
+      durationMs: Math.round(clock() - this.#started),
       ...(this.#servedBy === undefined ? {} : { upstream: this.#servedBy }),
     });
   }

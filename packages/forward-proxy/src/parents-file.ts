@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { fs } from './fs.js';
 import type { ParentProxy } from './parents.js';
 import { fileStamp, RECHECK_MS, whyUnreadable } from './password-file.js';
 
@@ -15,7 +15,7 @@ import { fileStamp, RECHECK_MS, whyUnreadable } from './password-file.js';
 export function readParentsFile(path: string): ParentProxy[] {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
+    raw = JSON.parse(fs.readFileSync(path, 'utf8'));
   } catch (err) {
     const why = err instanceof SyntaxError ? 'not JSON' : whyUnreadable(err);
     throw new Error(`parents.file: cannot read ${path} (${why})`);

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { now as clock } from './clock.js';
 
 /** A parent proxy as the proxy is given it. */
 export interface ParentProxy {
@@ -111,7 +112,7 @@ export class Parent {
   readonly latencyCounts: number[] = [...LATENCY_BUCKETS_MS.map(() => 0), 0];
   /** Failures since the last success. */
   inARow = 0;
-  /** Out until then (`performance.now()`), and the verification it was taken out at. */
+  /** Out until then (`clock()`), and the verification it was taken out at. */
   outUntil = 0;
   outAt: string | undefined;
   /** False once it has left the set. */
@@ -245,7 +246,7 @@ export class ParentSet {
    * Undefined when none is available.
    */
   pick(session: string | undefined, tried: ReadonlySet<Parent>): Parent | undefined {
-    const now = performance.now();
+    const now = clock();
     if (session !== undefined) {
       const held = this.#sessions.get(session);
       if (held?.available(now) && !tried.has(held)) return held;
@@ -271,7 +272,7 @@ export class ParentSet {
 
   /** Whether a parent other than those in `tried` is available now. */
   hasOther(tried: ReadonlySet<Parent>): boolean {
-    const now = performance.now();
+    const now = clock();
     return this.#parents.some((p) => p.available(now) && !tried.has(p));
   }
 
@@ -279,15 +280,15 @@ export class ParentSet {
   failed(p: Parent): void {
     p.failures++;
     p.inARow++;
-    if (p.inARow >= this.#ejectAfter && p.outUntil <= performance.now()) {
-      p.outUntil = performance.now() + this.#ejectMs;
+    if (p.inARow >= this.#ejectAfter && p.outUntil <= clock()) {
+      p.outUntil = clock() + this.#ejectMs;
       p.outAt = p.verified;
     }
   }
 
   /** What each parent of the set has carried (one that left is no longer reported). */
   stats(): ParentStats[] {
-    const now = performance.now();
+    const now = clock();
     return this.#parents.map((p) => ({
       name: p.name,
       address: `${p.host}:${p.port}`,

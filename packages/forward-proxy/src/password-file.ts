@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { readFileSync, statSync } from 'node:fs';
+import { now as clock } from './clock.js';
+import { fs } from './fs.js';
 
 /** What {@link parsePasswordFile} read: username to hash, and the lines it skipped. */
 export interface PasswordEntries extends Map<string, string> {
@@ -55,7 +56,7 @@ export const RECHECK_MS = 1_000;
 
 /** What identifies one version of a file: device, inode, size, modification and change times. */
 export function fileStamp(path: string): string {
-  const s = statSync(path, { bigint: true });
+  const s = fs.statSync(path, { bigint: true });
   return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 }
 
@@ -93,7 +94,7 @@ export class WatchedPasswordFile {
     this.path = path;
     this.#warn = warn;
     this.#changed = changed;
-    this.#checkedAt = performance.now();
+    this.#checkedAt = clock();
     try {
       this.#stamp = fileStamp(path);
       this.#users = this.#read();
@@ -103,13 +104,13 @@ export class WatchedPasswordFile {
   }
 
   /** The users now (username to hash), or undefined while the file cannot be read. */
-  users(now: number = performance.now()): ReadonlyMap<string, string> | undefined {
+  users(now: number = clock()): ReadonlyMap<string, string> | undefined {
     if (now - this.#checkedAt >= RECHECK_MS) this.#recheck(now);
     return this.#users;
   }
 
   #read(): PasswordEntries {
-    const users = parsePasswordFile(readFileSync(this.path, 'utf8'));
+    const users = parsePasswordFile(fs.readFileSync(this.path, 'utf8'));
     if (users.skippedLines.length > 0) {
       this.#warn(
         `password file ${this.path}: skipped malformed lines ${users.skippedLines.join(', ')}`,

@@ -12,6 +12,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type AccessLog, openAccessLog } from './access-log.js';
 import { ProxyAuth, type ProxyAuthOptions } from './auth.js';
+import { now as clock } from './clock.js';
 import { ClientConn } from './connection.js';
 import type { ProxyContext, TrackedConnection } from './context.js';
 import { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
@@ -131,7 +132,7 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   // a pause of the process (a loaded machine), bytes already waiting in the kernel are not
   // counted as a client that is slow to send.
   const sweep = () => {
-    const now = performance.now();
+    const now = clock();
     for (const c of ctx.conns) c.sweep(now);
     ctx.pool.sweep(now);
   };

@@ -14,7 +14,9 @@
  * @module
  */
 import { connect, type Socket } from 'node:net';
+import { now as clock } from './clock.js';
 import type { ProxyContext } from './context.js';
+import { isoTime } from './http-date.js';
 import { HeadError, parseResponseHead } from './http1.js';
 import type { Parent } from './parents.js';
 import { ReadBuffer } from './read-buffers.js';
@@ -29,7 +31,7 @@ export interface TunnelClient {
   readonly source: string;
   /** The user it authenticated as, when the proxy requires it. */
   readonly user: string | undefined;
-  /** When the CONNECT head was read (`performance.now()`). */
+  /** When the CONNECT head was read (`clock()`). */
   readonly started: number;
   /** The session the tunnel belongs to, when the proxy's parents keep sessions. */
   readonly session?: string | undefined;
@@ -67,7 +69,7 @@ export function openTunnel(
   const tried = new Set<Parent>();
   const done = () =>
     ctx.log?.write({
-      time: new Date().toISOString(),
+      time: isoTime(),
       client: source,
       user,
       method: 'CONNECT',
@@ -75,7 +77,7 @@ export function openTunnel(
       status,
       bytesIn,
       bytesOut,
-      durationMs: Math.round(performance.now() - started),
+      durationMs: Math.round(clock() - started),
       ...(servedBy === undefined ? {} : { upstream: servedBy }),
     });
   const named = () => (parent === undefined ? '' : `X-Proxy-Op-Upstream: ${parent.name}\r\n`);
@@ -150,7 +152,7 @@ export function openTunnel(
     const via = parent;
     const to = via ?? hostPort;
     const localAddress = ctx.outgoing(to.host);
-    const dialed = performance.now();
+    const dialed = clock();
     // The parent's answer to our CONNECT, until it is whole.
     let answer: Buffer | undefined;
     const heads = new HeadReader(MAX_PARENT_HEAD);
@@ -216,7 +218,7 @@ export function openTunnel(
         end = buf.length;
       }
       if (code >= 200 && code < 300) {
-        p.succeeded(performance.now() - dialed);
+        p.succeeded(clock() - dialed);
         open = true;
         established(buf.subarray(end));
         return;

@@ -10,6 +10,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { Writable } from 'node:stream';
+import { now as clock } from './clock.js';
 import type { OutgoingAddress } from './outgoing.js';
 import { ReadBuffer } from './read-buffers.js';
 
@@ -215,7 +216,7 @@ export class UpstreamPool {
       u.socket.destroy();
       return;
     }
-    u.idleSince = performance.now();
+    u.idleSince = clock();
     o.idle.push(u);
   }
 

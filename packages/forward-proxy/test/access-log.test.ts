@@ -57,4 +57,40 @@ describe('the access log', () => {
     expect(got).toHaveLength(n);
     expect(got[n - 1]).toBe(`http://127.0.0.1/${1000 + n - 1}`);
   });
+
+  it('keeps the order of the lines across many buffers, and writes a line longer than one', async () => {
+    const file = join(dir, 'c.log');
+    const log = openAccessLog(file);
+    await log.ready;
+    const perLine = JSON.stringify(entry(10_000)).length + 1;
+    const n = Math.ceil((5 * FLUSH_BYTES) / perLine);
+    const long = { ...entry(-1), target: `http://127.0.0.1/${'x'.repeat(FLUSH_BYTES + 10)}` };
+    for (let i = 0; i < n; i++) {
+      log.write(entry(10_000 + i));
+      if (i === Math.floor(n / 2)) log.write(long);
+    }
+    await log.close();
+    const got = await lines(file);
+    const want = Array.from({ length: n }, (_, i) => `http://127.0.0.1/${10_000 + i}`);
+    want.splice(Math.floor(n / 2) + 1, 0, long.target);
+    expect(got).toEqual(want);
+  });
+
+  it('a file it cannot open: ready and close still resolve, writes are ignored', async () => {
+    const log = openAccessLog(join(dir, 'no-such-folder', 'd.log'));
+    await log.ready;
+    log.write(entry(1));
+    await log.close();
+    await expect(readFile(join(dir, 'no-such-folder', 'd.log'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('ignores lines written after close', async () => {
+    const file = join(dir, 'e.log');
+    const log = openAccessLog(file);
+    log.write(entry(1));
+    await log.close();
+    log.write(entry(2));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await lines(file)).toEqual(['http://127.0.0.1/1']);
+  });
 });

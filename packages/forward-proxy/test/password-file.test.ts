@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { basicAuthorization, replaceFile } from '@proxy-op/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ProxyAuth } from '../src/auth.js';
+import { now } from '../src/clock.js';
 import * as crypt from '../src/crypt.js';
 import { hashPassword, parsePasswordFile } from '../src/index.js';
 import { RECHECK_MS } from '../src/password-file.js';
@@ -70,7 +71,7 @@ describe('ProxyAuth', () => {
 
   it('verifies a credential once, then keeps the answer for the TTL', () => {
     const auth = make(10_000);
-    const t = performance.now();
+    const t = now();
     const header = basicAuthorization(alice);
     expect(auth.check(header, t)).toBe('alice');
     expect(auth.check(header, t + 100)).toBe('alice');
@@ -87,7 +88,7 @@ describe('ProxyAuth', () => {
 
   it('drops what it kept for a user whose line changed, at the next look at the file', async () => {
     const auth = make(60_000);
-    const t = performance.now();
+    const t = now();
     const old = basicAuthorization(alice);
     const next = basicAuthorization({ user: 'alice', password: 'second' });
     expect(auth.check(old, t)).toBe('alice');
@@ -101,7 +102,7 @@ describe('ProxyAuth', () => {
 
   it('keeps what it verified for users whose line did not change', async () => {
     const auth = make(60_000);
-    const t = performance.now();
+    const t = now();
     const header = basicAuthorization(alice);
     expect(auth.check(header, t)).toBe('alice');
     const line = await readFile(file, 'utf8');
@@ -115,7 +116,7 @@ describe('ProxyAuth', () => {
 
   it('refuses everyone while the file is gone, and says so once, naming only the path', async () => {
     const auth = make(60_000);
-    const t = performance.now();
+    const t = now();
     const header = basicAuthorization(alice);
     expect(auth.check(header, t)).toBe('alice');
     await rm(file);

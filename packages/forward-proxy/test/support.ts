@@ -43,16 +43,22 @@ export interface RunningProxy {
   stderr(): string;
 }
 
-/** Spawns `node bin/proxy-server.js --config <file>` and waits until it answers. */
-export async function startProgram(config: {
-  address: string;
-  port: number;
-  allowedSources?: readonly string[];
-  limits?: Record<string, number>;
-  outgoingAddress?: string;
-  auth?: { realm: string; passwordFile: string; credentialsTtlMs?: number };
-  parents?: Record<string, unknown>;
-}): Promise<RunningProxy> {
+/**
+ * Spawns `node bin/proxy-server.js --config <file>` and waits until it
+ * answers; `env` is added to this process's environment.
+ */
+export async function startProgram(
+  config: {
+    address: string;
+    port: number;
+    allowedSources?: readonly string[];
+    limits?: Record<string, number>;
+    outgoingAddress?: string;
+    auth?: { realm: string; passwordFile: string; credentialsTtlMs?: number };
+    parents?: Record<string, unknown>;
+  },
+  env: Readonly<Record<string, string>> = {},
+): Promise<RunningProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'forward-proxy-program-'));
   const accessLog = join(dir, 'access.log');
   const file = join(dir, 'proxy.json');
@@ -67,6 +73,7 @@ export async function startProgram(config: {
   );
   const child = spawn(process.execPath, [proxyServerPath(), '--config', file], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
