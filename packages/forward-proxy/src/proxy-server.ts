@@ -8,10 +8,10 @@
  * and exits 0.
  * Diagnostics go to stderr. Importing this module starts nothing.
  *
- * The program runs Node.js with {@link NODE_FLAGS}: started without them
- * (as `node bin/proxy-server.js`), it executes itself again with them,
- * in the same process (`process.execve`, so the pid a supervisor recorded
- * stays right), before it reads anything.
+ * The program runs Node.js with {@link NODE_FLAGS} and {@link PROGRAM_ENV}:
+ * started without them (as `node bin/proxy-server.js`), it executes itself
+ * again with them, in the same process (`process.execve`, so the pid a
+ * supervisor recorded stays right), before it reads anything.
  *
  * @module
  */
@@ -59,17 +59,17 @@ export const NODE_FLAGS: readonly string[] = [
  * otherwise each keep an arena of their own, about 2 MiB between them).
  * Other C libraries ignore it.
  */
-export const NODE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
+export const PROGRAM_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
 
 /**
- * Executes the program again with {@link NODE_FLAGS} and {@link NODE_ENV}
+ * Executes the program again with {@link NODE_FLAGS} and {@link PROGRAM_ENV}
  * when it runs without them; returns when it already has them, or cannot
  * (no `process.execve`: Windows, or a Node.js before 22.15), and goes on
  * as it is.
  */
 function withNodeFlags(argv: readonly string[]): void {
   const missing = NODE_FLAGS.filter((f) => !process.execArgv.includes(f));
-  const env = Object.entries(NODE_ENV).filter(([k]) => process.env[k] === undefined);
+  const env = Object.entries(PROGRAM_ENV).filter(([k]) => process.env[k] === undefined);
   const script = process.argv[1];
   if (missing.length + env.length === 0) return;
   if (typeof process.execve !== 'function' || script === undefined) return;

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { basicAuthorization } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/index.js';
-import { NODE_ENV, NODE_FLAGS } from '../src/proxy-server.js';
+import { NODE_FLAGS, PROGRAM_ENV } from '../src/proxy-server.js';
 import {
   freePort,
   killAllSpawned,
@@ -52,7 +52,7 @@ describe.runIf(linux)('the program runs with its Node.js flags and environment',
       // Once each: the second run found them and did not execute itself a third time.
       expect(args.filter((a) => a === '--no-maglev')).toHaveLength(1);
       const env = procList(p.pid, 'environ');
-      for (const [k, v] of Object.entries(NODE_ENV)) expect(env).toContain(`${k}=${v}`);
+      for (const [k, v] of Object.entries(PROGRAM_ENV)) expect(env).toContain(`${k}=${v}`);
       expect((await viaProxy(p, `http://127.0.0.1:${origin.port}/`)).status).toBe(200);
     } finally {
       await stopProgram(p);
