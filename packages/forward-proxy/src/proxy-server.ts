@@ -44,7 +44,7 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
  *   optimizing compiler; a long-running proxy gains nothing from the middle
  *   tier but its code and compiler memory (about 5 MiB);
  * - `--memory-saver-mode` (Node.js 24 and newer, whose V8 has it): V8 keeps
- *   its old generation closer to what is live (about 4 MiB less at the peak,
+ *   its old generation closer to what is live (about 3 MiB less at the peak,
  *   within the noise in CPU time per request).
  */
 export const NODE_FLAGS: readonly string[] = [
@@ -56,7 +56,7 @@ export const NODE_FLAGS: readonly string[] = [
 /**
  * The environment the program runs with, unless it is already set: one
  * glibc malloc arena for every thread (V8's compiler and GC threads would
- * otherwise each keep an arena of their own, about 2 MiB between them).
+ * otherwise each keep an arena of their own, about 1.5 MiB between them).
  * Other C libraries ignore it.
  */
 export const PROGRAM_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
