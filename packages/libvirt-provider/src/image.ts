@@ -74,8 +74,8 @@ export async function lookupVolume(
   }
 }
 
-/** How often a delete of a volume libvirtd is still allocating is tried again, in ms. */
-const ALLOCATING_POLL_MS = 100;
+/** How often a volume libvirtd is still allocating is looked at again (a delete tried again), in ms. */
+export const ALLOCATING_POLL_MS = 100;
 
 /**
  * Deletes a volume; a volume already gone is fine. A volume libvirtd is

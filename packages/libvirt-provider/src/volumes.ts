@@ -5,11 +5,18 @@
  *
  * @module
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CheckedCreateRequest, OperationContext } from '@proxy-op/contract';
 import { ErrorCode } from '@proxy-op/libvirt-rpc';
 import { buildSeedISO } from '@proxy-op/nocloud';
 import { hasCode } from './classify.js';
-import { type CachedImage, deleteVolume, type ImagePlan, lookupVolume } from './image.js';
+import {
+  ALLOCATING_POLL_MS,
+  type CachedImage,
+  deleteVolume,
+  type ImagePlan,
+  lookupVolume,
+} from './image.js';
 import { checkVol, overlayName, type Runtime, seedName, signalOf } from './runtime.js';
 import type { LibvirtSeam, StoragePool, StorageVol } from './seam.js';
 import { overlayXml, readVolumeXml, volumeXml } from './xml.js';
@@ -23,7 +30,8 @@ export interface PlacedVolume {
 /**
  * The domain's overlay on `image`, `bytes` large. An overlay left by an
  * earlier attempt is reused only when its backing file is this image and
- * its capacity is `bytes`; any other is deleted and made again.
+ * its capacity is `bytes`; any other is deleted and made again. One the
+ * daemon is still building for a cancelled attempt is waited for.
  */
 export async function ensureOverlay(
   rt: Runtime,
@@ -37,18 +45,33 @@ export async function ensureOverlay(
   const signal = signalOf(ctx);
   const volName = overlayName(name);
   const fields = { host: plan.host.name, name, volume: volName };
-  // Three looks: an earlier attempt's creation or deletion can still be under way in the
-  // daemon, so the volume may come or go between two calls of this one.
-  for (let attempt = 0; attempt < 3; attempt++) {
+  // An earlier attempt's creation or deletion can still be under way in the daemon, so the
+  // volume may come or go between two calls of this one: three such changes are allowed. A
+  // volume the daemon lists but cannot read yet is one it is still building (qemu-img has not
+  // made its file): that is waited for, for as long as one call may take.
+  const building = Date.now() + rt.budgets.call;
+  let changes = 0;
+  const unreadable = async (): Promise<boolean> => {
+    if (Date.now() >= building) return false;
+    await sleep(ALLOCATING_POLL_MS, undefined, { signal });
+    return true;
+  };
+  while (changes < 3) {
     const existing = await lookupVolume(seam, plan.pool, volName, signal);
     if (existing !== undefined) {
       const xml = await gone(seam.storageVolGetXmlDesc({ vol: existing }, signal));
-      if (xml === GONE) continue;
+      if (xml === GONE) {
+        if (!(await unreadable())) changes++;
+        continue;
+      }
       if (typeof xml !== 'string') throw new TypeError('volume XML that is not a string');
       const found = readVolumeXml(xml);
       if (found.backingPath === image.path && found.capacity === bytes) {
         const path = await gone(volumePath(seam, existing, signal));
-        if (path === GONE) continue;
+        if (path === GONE) {
+          changes++;
+          continue;
+        }
         rt.log.debug(fields, `${rt.flavour.prefix} overlay reused`);
         return { vol: existing, path };
       }
@@ -75,6 +98,7 @@ export async function ensureOverlay(
     } catch (err) {
       // Made meanwhile by an attempt the daemon was still carrying out: judge that one.
       if (!hasCode(err, ErrorCode.ERR_STORAGE_VOL_EXIST)) throw err;
+      changes++;
     }
   }
   throw ctx.transient(`overlay ${volName} on host ${plan.host.name} keeps changing under us`);

@@ -221,6 +221,30 @@ describe('operations', () => {
     expect(fx.model.domains()).toHaveLength(1);
   });
 
+  it('waits for an overlay the daemon is still building for a cancelled attempt, instead of giving up', async () => {
+    const { fx, provider } = await fixture();
+    // qemu-img on a loaded host: the overlay is listed, and unreadable, for this long.
+    fx.model.host('kvm-a').buildMs = 400;
+    const req = request();
+    const overlay = `${req.name}.qcow2`;
+    const held = fx.model.holdNext('storageVolCreateXml', (a) => a.name === overlay);
+    const ac = new AbortController();
+    const first = provider.create(req, { signal: ac.signal });
+    first.catch(() => {});
+    await held.reached;
+    ac.abort();
+    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
+    held.release();
+    // The retry finds the overlay while its file is not there yet, and reads it once it is.
+    await provider.create(req);
+    expect(fx.model.volumes().filter((v) => v.name === overlay)).toHaveLength(1);
+    expect(
+      fx.model.calls.filter((c) => c.method === 'storageVolGetXmlDesc' && c.target === overlay)
+        .length,
+    ).toBeGreaterThan(1);
+    expect(fx.model.domains()).toHaveLength(1);
+  });
+
   it('waits out a start that a cancelled attempt left under way, instead of refusing a paused domain', async () => {
     const { fx, provider } = await fixture();
     fx.model.host('kvm-a').startMs = 300;

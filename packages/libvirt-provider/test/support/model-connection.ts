@@ -145,6 +145,13 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     return { pool, vol };
   }
 
+  /** A volume whose file is read (libvirtd refreshes it first): not one still being built. */
+  #built(v: StorageVol): { pool: ModelPool; vol: ModelVolume } {
+    const found = this.#vol(v);
+    if (found.vol.building === true) throw Err.noVolByPath(found.vol.path);
+    return found;
+  }
+
   #volHandle(pool: ModelPool, v: ModelVolume): StorageVol {
     return { pool: pool.name, name: v.name, key: v.path };
   }
@@ -368,6 +375,16 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       }
       v.changedMs = this.model.now();
       p.volumes.set(n, v);
+      if (v.backingPath !== undefined && this.host.buildMs > 0) {
+        // Like libvirtd: listed at once, its file there only once qemu-img is done.
+        v.building = true;
+        return new Promise<StorageVol>((resolve) =>
+          setTimeout(() => {
+            v.building = false;
+            resolve(this.#volHandle(p, v));
+          }, this.host.buildMs),
+        );
+      }
       return this.#volHandle(p, v);
     });
   }
@@ -378,14 +395,14 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
 
   storageVolGetInfo(a: { vol: StorageVol }, signal: AbortSignal): Promise<StorageVolInfo> {
     return this.#call('storageVolGetInfo', a, signal, () => {
-      const { vol } = this.#vol(a.vol);
+      const { vol } = this.#built(a.vol);
       return { type: 0, capacity: vol.capacity, allocation: ModelConnection.allocation(vol) };
     });
   }
 
   storageVolGetXmlDesc(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
     return this.#call('storageVolGetXmlDesc', a, signal, () => {
-      const { vol } = this.#vol(a.vol);
+      const { vol } = this.#built(a.vol);
       return volumeXmlDesc(vol, ModelConnection.allocation(vol), this.model.now());
     });
   }
@@ -393,6 +410,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   storageVolDelete(a: { vol: StorageVol }, signal: AbortSignal): Promise<void> {
     return this.#call('storageVolDelete', a, signal, () => {
       const { pool, vol } = this.#vol(a.vol);
+      if (vol.building === true) throw Err.stillAllocating(vol.name);
       pool.volumes.delete(vol.name);
     });
   }

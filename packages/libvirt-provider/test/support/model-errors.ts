@@ -95,6 +95,19 @@ export const Err = {
       ErrorDomain.FROM_STORAGE,
       `storage volume '${name}' exists already`,
     ),
+  /** A volume libvirtd lists but whose file its build (qemu-img) has not made yet, read. */
+  noVolByPath: (path: string) =>
+    libvirtError(
+      ErrorCode.ERR_NO_STORAGE_VOL,
+      ErrorDomain.FROM_STORAGE,
+      `Storage volume not found: no storage vol with matching path '${path}'`,
+    ),
+  stillAllocating: (name: string) =>
+    libvirtError(
+      ErrorCode.ERR_OPERATION_INVALID,
+      ErrorDomain.FROM_STORAGE,
+      `Requested operation is not valid: volume '${name}' is still being allocated.`,
+    ),
   volNameSlash: (name: string) =>
     libvirtError(
       ErrorCode.ERR_OPERATION_INVALID,

@@ -24,6 +24,8 @@ export interface ModelVolume {
   backingFormat?: string | undefined;
   /** When the file last changed (ms since the epoch), for its `<timestamps>`; now when unset. */
   changedMs?: number | undefined;
+  /** Listed, but its file not made yet: the daemon is still building it. */
+  building?: boolean | undefined;
 }
 
 export interface ModelPool {
@@ -72,6 +74,11 @@ export interface ModelHost {
   delayMs: number;
   /** How long a domain start holds the domain paused (starting up) before it runs, in ms. */
   startMs: number;
+  /**
+   * How long the daemon builds an overlay (a volume on a backing file, made
+   * by qemu-img) before its file exists, in ms; the volume is listed meanwhile.
+   */
+  buildMs: number;
   pools: Map<string, ModelPool>;
   domains: Map<string, ModelDomain>;
   connections: Set<ModelConnection>;
@@ -150,6 +157,7 @@ export class LibvirtModel {
       accessDenied: false,
       delayMs: 0,
       startMs: 0,
+      buildMs: 0,
       pools: new Map(),
       domains: new Map(),
       connections: new Set(),
