@@ -41,6 +41,28 @@ function request(patch: Record<string, unknown> = {}) {
   };
 }
 
+/**
+ * A Create of `req` cancelled while the model holds its call `method` (the one `match`
+ * picks); the held call is then released, so the daemon carries it out after its caller
+ * gave up, as a real in-flight call would be.
+ */
+async function cancelledAt(
+  fx: ModelFixture,
+  provider: Awaited<ReturnType<typeof fixture>>['provider'],
+  req: ReturnType<typeof request>,
+  method: string,
+  match?: (a: Record<string, unknown>) => boolean,
+): Promise<void> {
+  const held = fx.model.holdNext(method, match);
+  const ac = new AbortController();
+  const first = provider.create(req, { signal: ac.signal });
+  first.catch(() => {});
+  await held.reached;
+  ac.abort();
+  expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
+  held.release();
+}
+
 describe('connections', () => {
   it('builds without a call, then keeps one pooled connection per host and redials a dead one', async () => {
     const { fx, provider } = await fixture();
@@ -195,17 +217,13 @@ describe('operations', () => {
     const req = request();
     const overlay = `${req.name}.qcow2`;
     // An attempt cut off after its overlay, at its seed: the overlay stays behind.
-    const atSeed = fx.model.holdNext(
+    await cancelledAt(
+      fx,
+      provider,
+      req,
       'storageVolCreateXml',
       (a) => a.name === `${req.name}-seed.iso`,
     );
-    const ac = new AbortController();
-    const first = provider.create(req, { signal: ac.signal });
-    first.catch(() => {});
-    await atSeed.reached;
-    ac.abort();
-    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
-    atSeed.release();
     expect(fx.model.volumes().map((v) => v.name)).toContain(overlay);
     // The retry finds it, and it is gone (that attempt's daemon-side work, say) when it reads it.
     const reading = fx.model.holdNext(
@@ -227,14 +245,7 @@ describe('operations', () => {
     fx.model.host('kvm-a').buildMs = 400;
     const req = request();
     const overlay = `${req.name}.qcow2`;
-    const held = fx.model.holdNext('storageVolCreateXml', (a) => a.name === overlay);
-    const ac = new AbortController();
-    const first = provider.create(req, { signal: ac.signal });
-    first.catch(() => {});
-    await held.reached;
-    ac.abort();
-    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
-    held.release();
+    await cancelledAt(fx, provider, req, 'storageVolCreateXml', (a) => a.name === overlay);
     // The retry finds the overlay while its file is not there yet, and reads it once it is.
     await provider.create(req);
     expect(fx.model.volumes().filter((v) => v.name === overlay)).toHaveLength(1);
@@ -249,14 +260,7 @@ describe('operations', () => {
     const { fx, provider } = await fixture();
     fx.model.host('kvm-a').startMs = 300;
     const req = request();
-    const held = fx.model.holdNext('domainCreate');
-    const ac = new AbortController();
-    const first = provider.create(req, { signal: ac.signal });
-    first.catch(() => {});
-    await held.reached;
-    ac.abort();
-    expect(await first.catch((e: unknown) => e)).toMatchObject({ errorClass: 'Transient' });
-    held.release();
+    await cancelledAt(fx, provider, req, 'domainCreate');
     // The daemon starts the domain now (paused, starting up) while the retry looks at it.
     await new Promise((r) => setTimeout(r, 50));
     expect(fx.model.domain('kvm-a', req.name)).toMatchObject({
