@@ -123,12 +123,11 @@ describeWithPeers({ describe, it }, 'the status page under load, in Chromium', [
           () => false,
         );
       if (!rendered) {
-        const shown = (
-          await tab
-            .locator('body')
-            .innerText()
-            .catch(() => '')
-        ).slice(0, 400);
+        const body = await tab
+          .locator('body')
+          .textContent()
+          .catch(() => '');
+        const shown = (body ?? '').replace(/\s+/g, ' ').slice(0, 400);
         throw new Error(
           `the page did not render ${N + 1} rows in ${Date.now() - loadStart} ms; it showed ${JSON.stringify(shown)}; stream ${JSON.stringify(page.stats())}; console errors ${JSON.stringify(errors)}`,
         );
