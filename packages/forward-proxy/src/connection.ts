@@ -172,9 +172,11 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       // A half-sent head is dropped; a connection between requests is closed.
       if (this.#buf === undefined) this.socket.end();
       else this.destroy();
-    } else if (this.#mode === BUSY && this.#exchange?.wantsBody) {
+    } else if (this.#mode === BUSY && this.#exchange?.wantsBody && this.#buf === undefined) {
       this.destroy(); // the request body was cut short
     }
+    // Bytes still held (the origin could not take them yet) are passed on first: Node emits
+    // 'end' after the last 'data' even when that chunk paused the socket. #pump judges then.
   }
 
   #pause(): void {
@@ -203,6 +205,10 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         }
         const n = ex.takeBody(buf);
         this.#buf = n >= buf.length ? undefined : buf.subarray(n);
+        if (this.#buf === undefined && this.#ended && this.#exchange === ex && ex.wantsBody) {
+          this.destroy(); // the client ended before the whole request body came
+          return;
+        }
       } else {
         return;
       }

@@ -11,6 +11,7 @@ import { ClientConn } from '../src/connection.js';
 import type { ProxyContext } from '../src/context.js';
 import { DEFAULT_LIMITS } from '../src/limits.js';
 import { startForwardProxy } from '../src/proxy.js';
+import type { UpstreamWaiter } from '../src/upstream.js';
 import {
   exchange,
   type RecordingOrigin,
@@ -108,7 +109,8 @@ describe('slow clients', () => {
 
   it('a body the origin is slow to take is no idle body: the wait for the origin does not count', async () => {
     const { createServer } = await import('node:net');
-    // An origin that reads nothing for 2 s, then everything.
+    // An origin that reads nothing for 2 s, then everything. The client half-closes after its
+    // body, whose last bytes may then wait in the proxy while the end has already come.
     const slow = createServer((sock) => {
       sock.pause();
       let got = 0;
@@ -125,7 +127,8 @@ describe('slow clients', () => {
     const port = (slow.address() as { port: number }).port;
     try {
       const body = Buffer.alloc(8 * 1024 * 1024, 1);
-      const { text } = await exchange(
+      const started = Date.now();
+      const got = await exchange(
         proxy,
         Buffer.concat([
           Buffer.from(
@@ -135,7 +138,10 @@ describe('slow clients', () => {
         ]),
         { timeoutMs: 20_000 },
       );
-      expect(text).toMatch(/^HTTP\/1\.1 200 /);
+      expect(
+        got.text,
+        `after ${Date.now() - started} ms: timed out ${got.timedOut}, reset ${got.reset}`,
+      ).toMatch(/^HTTP\/1\.1 200 /);
     } finally {
       slow.close();
     }
@@ -309,7 +315,71 @@ describe('a client that pipelines and never reads', () => {
     expect(socket.answers()).toBe(10);
     expect(socket.ended).toBe(true);
   });
+  it('passes on a body the client half-closed after, though the origin could not take it yet (on a socket fake)', () => {
+    // The head, the whole body and the end in one read, before there is a connection to the
+    // origin: the body waits in the proxy, and Node emits 'end' all the same.
+    const held = heldRequest(5, 'hello');
+    expect(held.socket.destroyed, 'the request was dropped as cut short').toBe(false);
+    const sent = held.connect();
+    expect(sent()).toMatch(/^POST \/ HTTP\/1\.1\r\n[\s\S]*\r\n\r\nhello$/);
+    expect(held.socket.destroyed).toBe(false);
+  });
+
+  it('still cuts a request whose client ends before the body is all there (on a socket fake)', () => {
+    const held = heldRequest(9, 'hello');
+    expect(held.socket.destroyed).toBe(false);
+    held.connect();
+    expect(held.socket.destroyed, 'four bytes of the body never came').toBe(true);
+  });
 });
+
+/**
+ * A POST of `length` body bytes of which `body` came, then the client's end, all in one read
+ * on a socket fake, while the proxy has no connection to the origin yet; `connect` gives it
+ * one, which takes every write, and returns what reached it so far.
+ */
+function heldRequest(
+  length: number,
+  body: string,
+): { socket: FakeSocket; connect(): () => string } {
+  const socket = new FakeSocket();
+  let waiter: UpstreamWaiter | undefined;
+  const pool = {
+    acquire: (_h: string, _p: number, w: UpstreamWaiter) => (waiter = w),
+    cancel: () => {},
+  };
+  new ClientConn(
+    { ...fakeContext(3), pool: pool as unknown as ProxyContext['pool'] },
+    socket as unknown as Socket,
+  );
+  socket.emit(
+    'data',
+    Buffer.from(
+      `POST http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: ${length}\r\n\r\n${body}`,
+    ),
+  );
+  socket.emit('end');
+  return {
+    socket,
+    connect() {
+      let sent = '';
+      const upstream = {
+        owner: undefined,
+        lend: () => {},
+        socket: {
+          write: (d: Buffer | string) => {
+            sent += typeof d === 'string' ? d : d.toString('latin1');
+            return true;
+          },
+          resume: () => {},
+          destroy: () => {},
+        },
+      };
+      waiter?.onUpstream(upstream as unknown as Parameters<UpstreamWaiter['onUpstream']>[0]);
+      return () => sent;
+    },
+  };
+}
 
 /** What a client connection needs of its proxy, for the health check alone. */
 function fakeContext(maxPipelinedRequests: number): ProxyContext {
