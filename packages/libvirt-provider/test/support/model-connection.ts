@@ -145,11 +145,14 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
     return { pool, vol };
   }
 
-  /** A volume whose file is read (libvirtd refreshes it first): not one still being built. */
-  #built(v: StorageVol): { pool: ModelPool; vol: ModelVolume } {
-    const found = this.#vol(v);
-    if (found.vol.building === true) throw Err.noVolByPath(found.vol.path);
-    return found;
+  /**
+   * A volume as its file reads (libvirtd refreshes it first): none before qemu-img made the
+   * file, a capacity of 0 while it writes the header.
+   */
+  #read(v: StorageVol): ModelVolume {
+    const { vol } = this.#vol(v);
+    if (vol.building === 'file') throw Err.noVolByPath(vol.path);
+    return vol.building === 'header' ? { ...vol, capacity: 0 } : vol;
   }
 
   #volHandle(pool: ModelPool, v: ModelVolume): StorageVol {
@@ -376,11 +379,15 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
       v.changedMs = this.model.now();
       p.volumes.set(n, v);
       if (v.backingPath !== undefined && this.host.buildMs > 0) {
-        // Like libvirtd: listed at once, its file there only once qemu-img is done.
-        v.building = true;
+        // Like libvirtd: listed at once, its file made partway, whole once qemu-img is done.
+        v.building = 'file';
+        const half = this.host.buildMs / 2;
+        setTimeout(() => {
+          v.building = 'header';
+        }, half);
         return new Promise<StorageVol>((resolve) =>
           setTimeout(() => {
-            v.building = false;
+            v.building = undefined;
             resolve(this.#volHandle(p, v));
           }, this.host.buildMs),
         );
@@ -395,14 +402,14 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
 
   storageVolGetInfo(a: { vol: StorageVol }, signal: AbortSignal): Promise<StorageVolInfo> {
     return this.#call('storageVolGetInfo', a, signal, () => {
-      const { vol } = this.#built(a.vol);
+      const vol = this.#read(a.vol);
       return { type: 0, capacity: vol.capacity, allocation: ModelConnection.allocation(vol) };
     });
   }
 
   storageVolGetXmlDesc(a: { vol: StorageVol }, signal: AbortSignal): Promise<string> {
     return this.#call('storageVolGetXmlDesc', a, signal, () => {
-      const { vol } = this.#built(a.vol);
+      const vol = this.#read(a.vol);
       return volumeXmlDesc(vol, ModelConnection.allocation(vol), this.model.now());
     });
   }
@@ -410,7 +417,7 @@ export class ModelConnection implements LibvirtSeam, LibvirtConnection {
   storageVolDelete(a: { vol: StorageVol }, signal: AbortSignal): Promise<void> {
     return this.#call('storageVolDelete', a, signal, () => {
       const { pool, vol } = this.#vol(a.vol);
-      if (vol.building === true) throw Err.stillAllocating(vol.name);
+      if (vol.building !== undefined) throw Err.stillAllocating(vol.name);
       pool.volumes.delete(vol.name);
     });
   }

@@ -24,8 +24,12 @@ export interface ModelVolume {
   backingFormat?: string | undefined;
   /** When the file last changed (ms since the epoch), for its `<timestamps>`; now when unset. */
   changedMs?: number | undefined;
-  /** Listed, but its file not made yet: the daemon is still building it. */
-  building?: boolean | undefined;
+  /**
+   * The daemon is still building it: `file` while qemu-img has not made its file (reads say
+   * there is no such volume), `header` while it writes the qcow2 header (reads give a
+   * capacity of 0, as libvirtd 9 does).
+   */
+  building?: 'file' | 'header' | undefined;
 }
 
 export interface ModelPool {
@@ -76,7 +80,8 @@ export interface ModelHost {
   startMs: number;
   /**
    * How long the daemon builds an overlay (a volume on a backing file, made
-   * by qemu-img) before its file exists, in ms; the volume is listed meanwhile.
+   * by qemu-img), in ms: its file exists after the first half, its header is
+   * whole at the end; the volume is listed all along.
    */
   buildMs: number;
   pools: Map<string, ModelPool>;
