@@ -5,34 +5,57 @@
  *
  * @packageDocumentation
  */
-export { type Credential, type CredentialRecord, GENERATED_ROUNDS } from './auth/credential.js';
-export { ROTATE_ANNOTATION } from './auth/step.js';
+
+export { getCondition, setCondition } from './api/conditions.js';
+export { crdsYaml, customResourceDefinitions, toStructural } from './api/crds.js';
+export { instanceName, MAX_INSTANCE_NAME } from './api/naming.js';
 export {
-  type CredentialOwner,
-  type CredentialStore,
-  FileCredentialStore,
-  MemoryCredentialStore,
-  type RefCredential,
-} from './auth/store.js';
+  type PoolEndpoint,
+  type PoolManifest,
+  type PoolMetadata,
+  type PoolObject,
+  type PoolSpec,
+  type PoolStatus,
+  poolSpecSchema,
+  poolStatusSchema,
+  validatePoolManifest,
+  validatePoolSpec,
+} from './api/pool.js';
+export { probeStatusSchema, remediationSchema } from './api/probe.js';
 export {
-  type CloudInitAuth,
-  canonicalJson,
-  type HashedAuth,
-  renderCloudInit,
-  renderSquidConfig,
-  type SpecAuth,
-  specHash,
-} from './cloudinit.js';
-export { getCondition, setCondition } from './conditions.js';
-export { crdsYaml, customResourceDefinitions, toStructural } from './crds.js';
+  API_VERSION,
+  type Condition,
+  type ConditionType,
+  FINALIZER,
+  type FromSchema,
+  formatProblems,
+  GROUP,
+  type Phase,
+  type ProbeStatus,
+  type ProviderHealth,
+  type ProviderHealthStatus,
+  type ProxyManifest,
+  type ProxyMetadata,
+  type ProxyObject,
+  type ProxySpec,
+  type ProxyStatus,
+  providerHealthStatusSchema,
+  proxyManifestSchema,
+  proxySpecSchema,
+  proxyStatusSchema,
+  type SchemaProblem,
+  type TargetHealth,
+  type Validated,
+  VERSION,
+  validateProxyManifest,
+  validateProxySpec,
+} from './api/proxy.js';
 export {
-  collectAll,
-  collectGarbage,
-  type GcDeletion,
-  type GcOptions,
-  type GcReport,
-} from './gc.js';
-export { checkProvider, toProviderHealth } from './health.js';
+  type Credential,
+  type CredentialRecord,
+  GENERATED_ROUNDS,
+} from './credentials/credential.js';
+export { ROTATE_ANNOTATION } from './credentials/step.js';
 export {
   isStatus,
   KubeApiError,
@@ -40,6 +63,7 @@ export {
   type KubeClientOptions,
   type KubeRequest,
 } from './kube/client.js';
+export { credentialSecretName, SecretCredentialStore } from './kube/credentials.js';
 export {
   LEADER_ELECTION_DEFAULTS,
   type LeaderElectionOptions,
@@ -47,13 +71,7 @@ export {
   microTime,
 } from './kube/leader.js';
 export { KubePoolStore, type KubePoolStoreOptions } from './kube/pools.js';
-export { credentialSecretName, SecretCredentialStore } from './kube/secrets.js';
 export { KubeStore, type KubeStoreOptions } from './kube/store.js';
-export { createLogger } from './log.js';
-export { validateManifestsDir } from './manifests.js';
-export { instanceName, MAX_INSTANCE_NAME } from './naming.js';
-export { Operator, type OperatorDeps, type OperatorOptions } from './operator.js';
-export { startTracing, type Tracing, tracingRequested } from './otel.js';
 export { EventLog, type EventLogOptions } from './page/events.js';
 export {
   CONTENT_SECURITY_POLICY,
@@ -73,31 +91,6 @@ export {
 } from './pool/controller.js';
 export { type Member, type Plan, type PlanInput, planPool } from './pool/plan.js';
 export { type ResolvedPoolSpec, resolvePoolSpec } from './pool/resolve.js';
-export {
-  type PoolEndpoint,
-  type PoolManifest,
-  type PoolMetadata,
-  type PoolObject,
-  type PoolSpec,
-  type PoolStatus,
-  poolSpecSchema,
-  poolStatusSchema,
-  validatePoolManifest,
-  validatePoolSpec,
-} from './pool/schema.js';
-export {
-  MemoryPoolStore,
-  ownerRefOf,
-  POOL_LABEL,
-  type PoolProxy,
-  type PoolStore,
-  type PublishedEndpoints,
-  type PublishedUpstream,
-  REMEDIATE_ANNOTATION,
-  SKIP_REMEDIATION_ANNOTATION,
-  TEMPLATE_HASH_LABEL,
-  upstreamsText,
-} from './pool/store.js';
 export type { ProbeEntry, ProbeFailure, ProbeSeed, Verdict } from './probe/record.js';
 export type { ShortCircuit } from './probe/remediation.js';
 export {
@@ -107,7 +100,6 @@ export {
   type ProbeSchedulerOptions,
   type RunningInstance,
 } from './probe/scheduler.js';
-export { probeStatusSchema, remediationSchema } from './probe/schema.js';
 export {
   type MaxUnhealthy,
   type ProbeSettings,
@@ -118,6 +110,14 @@ export {
   type ProbeTargetOptions,
   startProbeTarget,
 } from './probe/target.js';
+export { createLogger } from './process/log.js';
+export { startTracing, type Tracing, tracingRequested } from './process/otel.js';
+export {
+  createPrometheusMetrics,
+  type PrometheusMetrics,
+  parseListenAddress,
+  startHttpServer,
+} from './process/telemetry.js';
 export {
   DEFAULT_PROVIDER,
   defaultProvidersConfig,
@@ -147,6 +147,25 @@ export {
   type ProvidersChange,
 } from './providers/set.js';
 export {
+  type CloudInitAuth,
+  canonicalJson,
+  type HashedAuth,
+  renderCloudInit,
+  renderSquidConfig,
+  type SpecAuth,
+  specHash,
+} from './proxy/cloudinit.js';
+export { Operator, type OperatorDeps, type OperatorOptions } from './proxy/controller.js';
+export {
+  collectAll,
+  collectGarbage,
+  type GcDeletion,
+  type GcOptions,
+  type GcReport,
+} from './proxy/gc.js';
+export { checkProvider, toProviderHealth } from './proxy/health.js';
+export { Reconciler, type ReconcilerDeps, type ReconcilerOptions } from './proxy/reconciler.js';
+export {
   Backoff,
   type BackoffOptions,
   type Handler,
@@ -154,45 +173,37 @@ export {
   TerminalError,
   WorkQueue,
   type WorkQueueOptions,
-} from './queue.js';
-export { Reconciler, type ReconcilerDeps, type ReconcilerOptions } from './reconciler.js';
-export {
-  API_VERSION,
-  type Condition,
-  type ConditionType,
-  FINALIZER,
-  type FromSchema,
-  formatProblems,
-  GROUP,
-  type Phase,
-  type ProbeStatus,
-  type ProviderHealth,
-  type ProviderHealthStatus,
-  type ProxyManifest,
-  type ProxyMetadata,
-  type ProxyObject,
-  type ProxySpec,
-  type ProxyStatus,
-  providerHealthStatusSchema,
-  proxyManifestSchema,
-  proxySpecSchema,
-  proxyStatusSchema,
-  type SchemaProblem,
-  type TargetHealth,
-  type Validated,
-  VERSION,
-  validateProxyManifest,
-  validateProxySpec,
-} from './schema.js';
-export { type ScanReport, type StandaloneOptions, StandaloneStore } from './standalone.js';
-export { StandalonePools } from './standalone-pools.js';
+} from './runtime/queue.js';
+export { validateManifestsDir } from './standalone/manifests.js';
+export { StandalonePools } from './standalone/pools.js';
 export {
   defaultStateFile,
   readStateFile,
   STATE_VERSION,
   type StateEntry,
   type StateFile,
-} from './state-file.js';
+} from './standalone/state-file.js';
+export { type ScanReport, type StandaloneOptions, StandaloneStore } from './standalone/store.js';
+export {
+  type CredentialOwner,
+  type CredentialStore,
+  FileCredentialStore,
+  MemoryCredentialStore,
+  type RefCredential,
+} from './store/credentials.js';
+export {
+  MemoryPoolStore,
+  ownerRefOf,
+  POOL_LABEL,
+  type PoolProxy,
+  type PoolStore,
+  type PublishedEndpoints,
+  type PublishedUpstream,
+  REMEDIATE_ANNOTATION,
+  SKIP_REMEDIATION_ANNOTATION,
+  TEMPLATE_HASH_LABEL,
+  upstreamsText,
+} from './store/pools.js';
 export {
   type EventType,
   hookStore,
@@ -201,10 +212,4 @@ export {
   proxyKey,
   type StoreHooks,
   splitKey,
-} from './store.js';
-export {
-  createPrometheusMetrics,
-  type PrometheusMetrics,
-  parseListenAddress,
-  startHttpServer,
-} from './telemetry.js';
+} from './store/proxies.js';

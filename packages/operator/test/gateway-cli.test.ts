@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type ForwardProxy, startForwardProxy } from '@proxy-op/forward-proxy';
 import { freePort, spawnJsonLines, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamsText } from '../src/pool/store.js';
+import { upstreamsText } from '../src/store/pools.js';
 import { CLI, requestViaGateway, runCli } from './cli-support.js';
 
 let dir = '';

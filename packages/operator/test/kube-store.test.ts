@@ -369,8 +369,8 @@ describe('the KubeStore, scoped and with specs the operator cannot take', () => 
 
 describe('credentials in Secrets', () => {
   it('keep the rounds of each line: a generated credential reads back with its 1000, an older one with none', async () => {
-    const { SecretCredentialStore } = await import('../src/kube/secrets.js');
-    const { generateCredential, passwordFile } = await import('../src/auth/credential.js');
+    const { SecretCredentialStore } = await import('../src/kube/credentials.js');
+    const { generateCredential, passwordFile } = await import('../src/credentials/credential.js');
     const store = new SecretCredentialStore(client);
     const owner = { namespace, name: 'web', uid: '6b1f0c2e-0000-4000-8000-000000000001' };
     const fresh = generateCredential('web');

@@ -12,8 +12,8 @@ import {
   type OperatorOptions,
   type ProviderSet,
 } from '../src/index.js';
+import { SecretCredentialStore } from '../src/kube/credentials.js';
 import { KubePoolStore } from '../src/kube/pools.js';
-import { SecretCredentialStore } from '../src/kube/secrets.js';
 import { PoolController } from '../src/pool/controller.js';
 import type { PoolGateways } from '../src/pool/gateway.js';
 

@@ -303,6 +303,6 @@ describe('the status page server', () => {
     expect(files.filter((f) => /^dist\/status-page\/assets\/.+\.(js|css)$/.test(f))).toHaveLength(
       2,
     );
-    expect(files.filter((f) => f.startsWith('page/') || f.startsWith('docs/'))).toEqual([]);
+    expect(files.filter((f) => f.startsWith('web/') || f.startsWith('docs/'))).toEqual([]);
   }, 60_000);
 });

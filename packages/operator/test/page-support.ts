@@ -22,6 +22,7 @@ import { type ForwardProxy, startForwardProxy } from '@proxy-op/forward-proxy';
 import { profile } from '@proxy-op/providertest/reference';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { type PoolSpec, validatePoolSpec } from '../src/api/pool.js';
 import {
   type AnyProviderModule,
   MemoryStore,
@@ -34,9 +35,8 @@ import { EventLog } from '../src/page/events.js';
 import { type StatusPage, startStatusPage } from '../src/page/server.js';
 import type { PageRole } from '../src/page/wire.js';
 import { PoolController } from '../src/pool/controller.js';
-import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
-import { MemoryPoolStore } from '../src/pool/store.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
+import { MemoryPoolStore } from '../src/store/pools.js';
 
 /** Debian's Chromium, which `.ci/run` installs. */
 export const CHROMIUM = '/usr/bin/chromium';

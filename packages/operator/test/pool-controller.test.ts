@@ -1,13 +1,13 @@
 // Peer: the reference provider (@proxy-op/providertest's memory backend) under the operator's
 // reconciler, over the memory stores; the pool controller on top, as on a real installation.
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryCredentialStore } from '../src/auth/store.js';
-import { Operator } from '../src/operator.js';
+import { type PoolSpec, validatePoolSpec } from '../src/api/pool.js';
+import type { ProxyObject } from '../src/api/proxy.js';
 import { PoolController, type PoolControllerOptions } from '../src/pool/controller.js';
-import { type PoolSpec, validatePoolSpec } from '../src/pool/schema.js';
-import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/pool/store.js';
-import type { ProxyObject } from '../src/schema.js';
-import { MemoryStore } from '../src/store.js';
+import { Operator } from '../src/proxy/controller.js';
+import { MemoryCredentialStore } from '../src/store/credentials.js';
+import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/store/pools.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, testRegistry } from './support.js';
 
 const FAST = {

@@ -3,10 +3,10 @@
 // that a client loop reaches through the pool's published endpoints, with their credentials.
 import { requestThroughProxy, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { validatePoolSpec } from '../src/api/pool.js';
+import type { ProxyObject } from '../src/api/proxy.js';
 import { PoolController } from '../src/pool/controller.js';
-import { validatePoolSpec } from '../src/pool/schema.js';
-import { MemoryPoolStore } from '../src/pool/store.js';
-import type { ProxyObject } from '../src/schema.js';
+import { MemoryPoolStore } from '../src/store/pools.js';
 import { type ProbeRig, probeRig, proxyPids } from './probe-support.js';
 
 const KEY = 'default/web';

@@ -1,8 +1,8 @@
 // Peer: none (the planner is a pure function); a simulated fleet drives it pass by pass.
 import { describe, expect, it } from 'vitest';
+import { validatePoolSpec } from '../src/api/pool.js';
 import { type Member, planPool } from '../src/pool/plan.js';
 import { resolvePoolSpec } from '../src/pool/resolve.js';
-import { validatePoolSpec } from '../src/pool/schema.js';
 
 const template = { spec: { provider: 'a', allowedSources: ['10.0.0.0/8'] } };
 

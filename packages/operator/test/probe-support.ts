@@ -9,7 +9,6 @@ import type { Meter } from '@opentelemetry/api';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
 import { SpawnedPrograms, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { MemoryCredentialStore } from '../src/auth/store.js';
 import {
   MemoryStore,
   Operator,
@@ -22,6 +21,7 @@ import {
   validateProxySpec,
 } from '../src/index.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
+import { MemoryCredentialStore } from '../src/store/credentials.js';
 
 const spawned = new SpawnedPrograms(proxyServerPath());
 

@@ -16,9 +16,9 @@ import {
   Operator,
   parseProvidersConfig,
 } from '../src/index.js';
+import { SecretCredentialStore } from '../src/kube/credentials.js';
 import { KubeGateways } from '../src/kube/gateways.js';
 import { KubePoolStore } from '../src/kube/pools.js';
-import { SecretCredentialStore } from '../src/kube/secrets.js';
 import { PoolController } from '../src/pool/controller.js';
 import {
   call,

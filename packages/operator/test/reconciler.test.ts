@@ -1,6 +1,6 @@
 // Peer: seam fake (a scripted provider) and the reference in-memory provider, over the memory store.
 import { describe, expect, it } from 'vitest';
-import { passwordFile } from '../src/auth/credential.js';
+import { passwordFile } from '../src/credentials/credential.js';
 import {
   FINALIZER,
   getCondition,

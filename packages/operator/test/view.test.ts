@@ -1,7 +1,7 @@
 // Peer: none (the status view over a memory store, stdout captured).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore, Operator, ProviderSet } from '../src/index.js';
-import { startStatusView } from '../src/view.js';
+import { startStatusView } from '../src/page/live-table.js';
 import { spec } from './support.js';
 
 afterEach(() => {

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { durationMs } from '../duration.js';
+import { durationMs } from '../api/duration.js';
 
-export { formatDuration } from '../duration.js';
+export { formatDuration } from '../api/duration.js';
 
 /** A command line the command cannot run with; `main` prints it and exits 2. */
 export class UsageError extends Error {

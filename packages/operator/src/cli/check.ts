@@ -6,11 +6,11 @@
  */
 import { parseArgs } from 'node:util';
 import { DEFAULTS } from '../defaults.js';
-import { checkProvider } from '../health.js';
+import { table } from '../page/live-table.js';
 import { defaultProvidersConfig } from '../providers/default.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { ProviderSet } from '../providers/set.js';
-import { table } from '../view.js';
+import { checkProvider } from '../proxy/health.js';
 import { formatDuration, parseDuration } from './args.js';
 import { loadProviders } from './providers.js';
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { crdsYaml } from '../crds.js';
+import { crdsYaml } from '../api/crds.js';
 
 /** Runs `proxy-op crds`; resolves with the exit code. */
 export async function crds(): Promise<number> {

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { readCredentialFile } from '../auth/store.js';
+
 import type { KubeClient } from '../kube/client.js';
+import { readCredentialFile } from '../store/credentials.js';
 
 /** A credential and, where kept, the client URL with it. */
 export interface CliCredential {

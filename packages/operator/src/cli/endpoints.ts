@@ -8,9 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { endpointsFile } from '../standalone-pools.js';
-import { defaultStateFile, endpointsDir } from '../state-file.js';
-import { proxyKey } from '../store.js';
+import { endpointsFile } from '../standalone/pools.js';
+import { defaultStateFile, endpointsDir } from '../standalone/state-file.js';
+import { proxyKey } from '../store/proxies.js';
 import { UsageError } from './args.js';
 
 const USAGE =

@@ -18,10 +18,10 @@ import {
   startForwardProxy,
   watchParentsFile,
 } from '@proxy-op/forward-proxy';
-import { createLogger } from '../log.js';
-import { upstreamsFile } from '../standalone-pools.js';
-import { defaultStateFile, endpointsDir } from '../state-file.js';
-import { proxyKey } from '../store.js';
+import { createLogger } from '../process/log.js';
+import { upstreamsFile } from '../standalone/pools.js';
+import { defaultStateFile, endpointsDir } from '../standalone/state-file.js';
+import { proxyKey } from '../store/proxies.js';
 import { parseDuration, UsageError } from './args.js';
 
 const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | [POOL] --upstreams FILE)

@@ -10,12 +10,12 @@
 import { parseArgs } from 'node:util';
 import { type ProbeResult, type ProbeTargetSpec, probe } from '@proxy-op/probe';
 import { DEFAULTS } from '../defaults.js';
+import { table } from '../page/live-table.js';
 import { settingsTarget } from '../probe/settings.js';
 import { startProbeTarget } from '../probe/target.js';
 import { ProviderRegistry } from '../providers/registry.js';
-import { defaultStateFile, readStateFile } from '../state-file.js';
-import { proxyKey, splitKey } from '../store.js';
-import { table } from '../view.js';
+import { defaultStateFile, readStateFile } from '../standalone/state-file.js';
+import { proxyKey, splitKey } from '../store/proxies.js';
 import { formatDuration, parseDuration, UsageError } from './args.js';
 import { type CliCredential, fileCredential, secretCredential } from './credential.js';
 import { readProviders } from './providers.js';

@@ -9,7 +9,6 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from '@proxy-op/contract';
 import { DEFAULTS } from '../defaults.js';
-import type { Operator } from '../operator.js';
 import { DEFAULT_PROVIDER } from '../providers/default.js';
 import {
   type FileStamp,
@@ -19,6 +18,7 @@ import {
   watchProvidersFile,
 } from '../providers/file.js';
 import type { ProviderRegistry } from '../providers/registry.js';
+import type { Operator } from '../proxy/controller.js';
 
 /** The providers file's outcome: its config (undefined when there is no file), or invalid. */
 export type ProvidersRead =

@@ -7,13 +7,13 @@
  */
 import type { LevelWithSilent } from 'pino';
 import { DEFAULTS } from '../defaults.js';
-import { parseListenAddress } from '../listen.js';
-import type { OperatorOptions } from '../operator.js';
+import { runOnKubernetes } from '../kube/run.js';
 import type { ProbeTargetOptions } from '../probe/target.js';
+import { parseListenAddress } from '../process/listen.js';
+import type { OperatorOptions } from '../proxy/controller.js';
+import { runStandalone } from '../standalone/run.js';
 import { parseDuration, UsageError } from './args.js';
 import { parseRunFlags, runHelp } from './flags.js';
-import { runOnKubernetes } from './run-kubernetes.js';
-import { runStandalone } from './run-standalone.js';
 
 const DOWN_HELP = `usage: proxy-op down --standalone DIR [--providers FILE] [--state FILE] [flags]
 

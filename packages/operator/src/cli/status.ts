@@ -6,8 +6,8 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { defaultStateFile, entryToProxy, readStateFile } from '../state-file.js';
-import { age, probeCell, table } from '../view.js';
+import { age, probeCell, table } from '../page/live-table.js';
+import { defaultStateFile, entryToProxy, readStateFile } from '../standalone/state-file.js';
 
 /** Runs `proxy-op status`; resolves with the exit code. */
 export async function status(argv: string[]): Promise<number> {

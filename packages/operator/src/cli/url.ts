@@ -7,9 +7,9 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { FileCredentialStore } from '../auth/store.js';
 import { credentialsDir } from '../providers/default.js';
-import { defaultStateFile } from '../state-file.js';
+import { defaultStateFile } from '../standalone/state-file.js';
+import { FileCredentialStore } from '../store/credentials.js';
 import { UsageError } from './args.js';
 import { fileCredential, secretCredential } from './credential.js';
 
@@ -55,7 +55,7 @@ export async function url(argv: string[]): Promise<number> {
     found = kept.url;
   } else {
     const { KubeClient } = await import('../kube/client.js');
-    const { credentialSecretName } = await import('../kube/secrets.js');
+    const { credentialSecretName } = await import('../kube/credentials.js');
     const client = await KubeClient.load({
       kubeconfig: values.kubeconfig,
       context: values.context,

@@ -5,9 +5,9 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { validateManifestsDir } from '../manifests.js';
 import { DEFAULT_PROVIDER } from '../providers/default.js';
 import { ProviderRegistry } from '../providers/registry.js';
+import { validateManifestsDir } from '../standalone/manifests.js';
 import { loadProviders } from './providers.js';
 
 /** Runs `proxy-op validate`; resolves with the exit code (1 when there is a problem). */

@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { startWhoami } from '@proxy-op/probe';
-import { parseListenAddress } from '../listen.js';
+import { parseListenAddress } from '../process/listen.js';
 import { UsageError } from './args.js';
 
 const HELP = `usage: proxy-op whoami [--listen HOST:PORT] [--tls-listen HOST:PORT|off]

@@ -12,13 +12,13 @@
  */
 import type { KubernetesListObject, KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import type { Logger } from '@proxy-op/contract';
+import { formatProblems, type ProxyObject, validateProxySpec } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../message.js';
-import { formatProblems, type ProxyObject, validateProxySpec } from '../schema.js';
-import { proxyKey } from '../store.js';
+import { messageOf } from '../runtime/message.js';
+import { sleep } from '../runtime/sleep.js';
+import { proxyKey } from '../store/proxies.js';
 import { KubeApiError, type KubeClient } from './client.js';
 import { newer, proxiesPath, type RawProxy, trim } from './raw.js';
-import { sleep } from './sleep.js';
 
 /** What the cache is built with. */
 export interface ProxyCacheOptions {

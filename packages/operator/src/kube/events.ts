@@ -9,10 +9,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '@proxy-op/contract';
+import { API_VERSION } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../message.js';
-import { API_VERSION } from '../schema.js';
-import type { EventType } from '../store.js';
+import { messageOf } from '../runtime/message.js';
+import type { EventType } from '../store/proxies.js';
 import type { KubeClient } from './client.js';
 
 /** What the recorder is built with. */

@@ -13,13 +13,13 @@
  * @module
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { credentialUrl, generateCredential, passwordFile } from '../auth/credential.js';
-import { canonicalJson } from '../cloudinit.js';
+import type { PoolGatewayStatus } from '../api/pool.js';
+import { API_VERSION } from '../api/proxy.js';
+import { credentialUrl, generateCredential, passwordFile } from '../credentials/credential.js';
 import { type GatewayPlan, gatewayArgs, type PoolGateways } from '../pool/gateway.js';
-import type { PoolGatewayStatus } from '../pool/schema.js';
-import { API_VERSION } from '../schema.js';
+import { canonicalJson } from '../proxy/cloudinit.js';
 import { isStatus, type KubeClient } from './client.js';
-import { b64, unb64 } from './secrets.js';
+import { b64, unb64 } from './credentials.js';
 import { getOrNothing, upsert } from './upsert.js';
 
 /** The port the gateway's container listens on (the Service maps `spec.gateway.port` to it). */

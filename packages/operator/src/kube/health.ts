@@ -7,12 +7,12 @@
  * @module
  */
 import type { Logger } from '@proxy-op/contract';
+import { API_VERSION, type ProviderHealth } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../message.js';
-import { API_VERSION, type ProviderHealth } from '../schema.js';
+import { messageOf } from '../runtime/message.js';
+import { sleep } from '../runtime/sleep.js';
 import { isStatus, type KubeClient } from './client.js';
 import { HEALTH_PATH, type RawHealth, trim } from './raw.js';
-import { sleep } from './sleep.js';
 
 /** What the health store is built with. */
 export interface HealthStoreOptions {

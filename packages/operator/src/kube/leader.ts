@@ -11,9 +11,9 @@
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
 import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../message.js';
+import { messageOf } from '../runtime/message.js';
+import { sleep } from '../runtime/sleep.js';
 import { isStatus, KubeApiError, type KubeClient } from './client.js';
-import { sleep } from './sleep.js';
 
 /** The timings of leader election, in milliseconds (client-go's defaults). */
 export const LEADER_ELECTION_DEFAULTS = {

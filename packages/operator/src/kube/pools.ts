@@ -10,22 +10,22 @@
  */
 import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { canonicalJson } from '../cloudinit.js';
+import { type PoolObject, type PoolStatus, validatePoolSpec } from '../api/pool.js';
+import { API_VERSION, formatProblems, GROUP, VERSION } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../message.js';
-import { type PoolObject, type PoolStatus, validatePoolSpec } from '../pool/schema.js';
+import { canonicalJson } from '../proxy/cloudinit.js';
+import { messageOf } from '../runtime/message.js';
+import { sleep } from '../runtime/sleep.js';
 import {
   ownerRefOf,
   type PoolProxy,
   type PoolStore,
   type PublishedEndpoints,
   upstreamsText,
-} from '../pool/store.js';
-import { API_VERSION, formatProblems, GROUP, VERSION } from '../schema.js';
-import { type EventType, proxyKey } from '../store.js';
+} from '../store/pools.js';
+import { type EventType, proxyKey } from '../store/proxies.js';
 import { isStatus, type KubeClient } from './client.js';
 import { newer, proxiesPath, proxyPath, type RawProxy } from './raw.js';
-import { sleep } from './sleep.js';
 import type { KubeStore } from './store.js';
 import { upsert } from './upsert.js';
 

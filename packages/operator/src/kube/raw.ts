@@ -11,7 +11,7 @@ import {
   type ProviderHealth,
   type ProxyStatus,
   VERSION,
-} from '../schema.js';
+} from '../api/proxy.js';
 
 /**
  * A Proxy as the API server serves it: plain JSON, so times are strings

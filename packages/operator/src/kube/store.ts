@@ -10,9 +10,9 @@
  * @module
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import type { ProviderHealth, ProxyObject, ProxyStatus } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import type { ProviderHealth, ProxyObject, ProxyStatus } from '../schema.js';
-import type { EventType, ProxyStore } from '../store.js';
+import type { EventType, ProxyStore } from '../store/proxies.js';
 import { ProxyCache } from './cache.js';
 import type { KubeClient } from './client.js';
 import { EventRecorder, type EventSubject } from './events.js';

@@ -8,8 +8,8 @@
  * @module
  */
 import type { Logger } from '@proxy-op/contract';
+import { API_VERSION, type ProxyStatus } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { API_VERSION, type ProxyStatus } from '../schema.js';
 import type { ProxyCache } from './cache.js';
 import { isStatus, type KubeClient } from './client.js';
 import { proxyPath, type RawProxy, trim } from './raw.js';

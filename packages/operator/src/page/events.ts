@@ -7,7 +7,7 @@
  * @module
  */
 import { DEFAULTS } from '../defaults.js';
-import { type EventType, hookStore, type ProxyStore } from '../store.js';
+import { type EventType, hookStore, type ProxyStore } from '../store/proxies.js';
 import type { PageEvent } from './wire.js';
 
 /** Options of {@link EventLog}. */

@@ -14,7 +14,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { isIP } from 'node:net';
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { parseListenAddress } from '../listen.js';
+import { parseListenAddress } from '../process/listen.js';
 import { defaultAssetsDir, loadAssets, type PageAsset } from './assets.js';
 import { pageState, proxyDetail, type StatusPageSource } from './snapshot.js';
 import { StatusStream, type StreamOptions, type StreamStats } from './stream.js';

@@ -8,13 +8,13 @@
  *
  * @module
  */
-import { getCondition } from '../conditions.js';
-import type { PoolObject } from '../pool/schema.js';
+import { getCondition } from '../api/conditions.js';
+import type { PoolObject } from '../api/pool.js';
+import type { ProviderHealth, ProxyObject } from '../api/proxy.js';
 import type { ProbeScheduler } from '../probe/scheduler.js';
-import type { ProviderHealth, ProxyObject } from '../schema.js';
-import { type ProxyStore, proxyKey } from '../store.js';
-import { probeCell, probeVerdict } from '../view.js';
+import { type ProxyStore, proxyKey } from '../store/proxies.js';
 import type { EventLog } from './events.js';
+import { probeCell, probeVerdict } from './live-table.js';
 import type {
   PagePhase,
   PageProbe,

@@ -13,9 +13,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '@proxy-op/contract';
+import type { ProxyObject } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import type { ProxyObject } from '../schema.js';
-import { proxyKey } from '../store.js';
+import { proxyKey } from '../store/proxies.js';
 import {
   poolViews,
   probeStamp,

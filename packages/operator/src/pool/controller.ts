@@ -9,20 +9,14 @@
  */
 import { createHash, randomInt } from 'node:crypto';
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { credentialUrl } from '../auth/credential.js';
-import type { CredentialStore } from '../auth/store.js';
-import { canonicalJson } from '../cloudinit.js';
-import { messageOf } from '../message.js';
+import type { PoolEndpoint, PoolObject } from '../api/pool.js';
+import type { ProxyObject } from '../api/proxy.js';
+import { credentialUrl } from '../credentials/credential.js';
 import type { ProviderSet } from '../providers/set.js';
-import { WorkQueue } from '../queue.js';
-import type { ProxyObject } from '../schema.js';
-import { hookStore, type ProxyStore, proxyKey } from '../store.js';
-import { gatewayPlan, type PoolGateways } from './gateway.js';
-import { memberOf, poolView } from './member.js';
-import { planPool } from './plan.js';
-import { type ResolvedPoolSpec, resolvePoolSpec } from './resolve.js';
-import type { PoolEndpoint, PoolObject } from './schema.js';
-import { poolStatus } from './status.js';
+import { canonicalJson } from '../proxy/cloudinit.js';
+import { messageOf } from '../runtime/message.js';
+import { WorkQueue } from '../runtime/queue.js';
+import type { CredentialStore } from '../store/credentials.js';
 import {
   POOL_LABEL,
   type PoolStore,
@@ -30,7 +24,13 @@ import {
   type PublishedUpstream,
   REMEDIATE_ANNOTATION,
   TEMPLATE_HASH_LABEL,
-} from './store.js';
+} from '../store/pools.js';
+import { hookStore, type ProxyStore, proxyKey } from '../store/proxies.js';
+import { gatewayPlan, type PoolGateways } from './gateway.js';
+import { memberOf, poolView } from './member.js';
+import { planPool } from './plan.js';
+import { type ResolvedPoolSpec, resolvePoolSpec } from './resolve.js';
+import { poolStatus } from './status.js';
 
 /** What the controller is built with. */
 export interface PoolControllerDeps {

@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { realmOf } from '../auth/credential.js';
-import { canonicalJson } from '../cloudinit.js';
-import type { PoolGatewayStatus, PoolObject } from './schema.js';
+
+import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
+import { realmOf } from '../credentials/credential.js';
+import { canonicalJson } from '../proxy/cloudinit.js';
 
 /** What a pool's gateway is to be. */
 export interface GatewayPlan {

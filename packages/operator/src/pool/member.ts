@@ -5,9 +5,13 @@
  *
  * @module
  */
-import type { ProxyObject, ProxyStatus } from '../schema.js';
+import type { ProxyObject, ProxyStatus } from '../api/proxy.js';
+import {
+  REMEDIATE_ANNOTATION,
+  SKIP_REMEDIATION_ANNOTATION,
+  TEMPLATE_HASH_LABEL,
+} from '../store/pools.js';
 import type { Member } from './plan.js';
-import { REMEDIATE_ANNOTATION, SKIP_REMEDIATION_ANNOTATION, TEMPLATE_HASH_LABEL } from './store.js';
 
 /** What of a Proxy's status a pool counts, as one string to compare. */
 export function poolView(st: ProxyStatus): string {

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { durationMs } from '../duration.js';
-import type { PoolSpec } from './schema.js';
+import { durationMs } from '../api/duration.js';
+import type { PoolSpec } from '../api/pool.js';
 
 /** A count or a percentage, parsed. */
 export type Quantity = { readonly count: number } | { readonly percent: number };

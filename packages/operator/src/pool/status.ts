@@ -7,12 +7,12 @@
  *
  * @module
  */
-import { setCondition } from '../conditions.js';
-import type { ProxyObject } from '../schema.js';
+import { setCondition } from '../api/conditions.js';
+import type { PoolEndpoint, PoolObject, PoolStatus } from '../api/pool.js';
+import type { ProxyObject } from '../api/proxy.js';
+import { POOL_LABEL } from '../store/pools.js';
 import type { Plan } from './plan.js';
 import type { ResolvedPoolSpec } from './resolve.js';
-import type { PoolEndpoint, PoolObject, PoolStatus } from './schema.js';
-import { POOL_LABEL } from './store.js';
 
 /** What {@link poolStatus} is made from. */
 export interface PoolStatusInput {

@@ -10,7 +10,7 @@
  * @module
  */
 import type { ProbeCheckName, ProbeResult, ProbeStepName, ProbeTargetSpec } from '@proxy-op/probe';
-import type { ProbeStatus } from '../schema.js';
+import type { ProbeStatus } from '../api/proxy.js';
 import type { RunningInstance } from './types.js';
 
 /** Where a Proxy's data plane stands. */

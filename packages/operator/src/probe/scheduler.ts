@@ -15,8 +15,8 @@
 import { type Context, context } from '@opentelemetry/api';
 import { type Logger, silentLogger } from '@proxy-op/contract';
 import { ProbeAbortedError, type ProbeCredentials, type ProbeResult, probe } from '@proxy-op/probe';
+import { durationMs } from '../api/duration.js';
 import { DEFAULTS } from '../defaults.js';
-import { durationMs } from '../duration.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import { ProbeInstruments } from './instruments.js';
 import {

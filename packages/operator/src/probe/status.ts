@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { StatusDraft } from '../status-draft.js';
+import type { StatusDraft } from '../proxy/status-draft.js';
 import type { DataPlaneView } from './scheduler.js';
 
 /** What the pass is to do after {@link applyDataPlane}. */

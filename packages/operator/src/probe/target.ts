@@ -12,7 +12,7 @@
  */
 import type { Logger } from '@proxy-op/contract';
 import { type ProbeTargetSpec, startWhoami, type Whoami } from '@proxy-op/probe';
-import { parseListenAddress } from '../listen.js';
+import { parseListenAddress } from '../process/listen.js';
 
 /** Where the target listens and how the proxies reach it. */
 export interface ProbeTargetOptions {

@@ -7,8 +7,8 @@
 import type { Meter, Tracer } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
 import type { ProbeCredentials, ProbeTargetSpec } from '@proxy-op/probe';
-import type { ProbeStatus } from '../schema.js';
-import type { ProxyStore } from '../store.js';
+import type { ProbeStatus } from '../api/proxy.js';
+import type { ProxyStore } from '../store/proxies.js';
 import type { Verdict } from './record.js';
 import type { ShortCircuit } from './remediation.js';
 

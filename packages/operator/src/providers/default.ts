@@ -1,6 +1,6 @@
 import { DEFAULT_INSTALLATION } from '@proxy-op/contract';
 import { providerModule as localProviderModule } from '@proxy-op/provider-local';
-import { besideStateFile } from '../state-file.js';
+import { besideStateFile } from '../standalone/state-file.js';
 import type { ProvidersConfig } from './file.js';
 import type { ProviderRegistry } from './registry.js';
 
