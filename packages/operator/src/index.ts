@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 
+export { canonicalJson } from './api/canonical-json.js';
 export { getCondition, setCondition } from './api/conditions.js';
 export { crdsYaml, customResourceDefinitions, toStructural } from './api/crds.js';
 export { instanceName, MAX_INSTANCE_NAME } from './api/naming.js';
@@ -148,7 +149,6 @@ export {
 } from './providers/set.js';
 export {
   type CloudInitAuth,
-  canonicalJson,
   type HashedAuth,
   renderCloudInit,
   renderSquidConfig,
@@ -174,6 +174,7 @@ export {
   WorkQueue,
   type WorkQueueOptions,
 } from './runtime/queue.js';
+export { FileCredentialStore } from './standalone/credentials.js';
 export { validateManifestsDir } from './standalone/manifests.js';
 export { StandalonePools } from './standalone/pools.js';
 export {
@@ -187,7 +188,6 @@ export { type ScanReport, type StandaloneOptions, StandaloneStore } from './stan
 export {
   type CredentialOwner,
   type CredentialStore,
-  FileCredentialStore,
   MemoryCredentialStore,
   type RefCredential,
 } from './store/credentials.js';

@@ -7,7 +7,7 @@
  */
 
 import type { KubeClient } from '../kube/client.js';
-import { readCredentialFile } from '../store/credentials.js';
+import { readCredentialFile } from '../standalone/credentials.js';
 
 /** A credential and, where kept, the client URL with it. */
 export interface CliCredential {

@@ -1,7 +1,7 @@
 /**
  * `proxy-op run` in both modes, and `down`: the flags checked and turned
  * into the operator's options, then the run on Kubernetes
- * (`run-kubernetes.ts`) or over a manifests folder (`run-standalone.ts`).
+ * (`kube/run.ts`) or over a manifests folder (`standalone/run.ts`).
  *
  * @module
  */

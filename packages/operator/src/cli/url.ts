@@ -8,8 +8,8 @@
  */
 import { parseArgs } from 'node:util';
 import { credentialsDir } from '../providers/default.js';
+import { FileCredentialStore } from '../standalone/credentials.js';
 import { defaultStateFile } from '../standalone/state-file.js';
-import { FileCredentialStore } from '../store/credentials.js';
 import { UsageError } from './args.js';
 import { fileCredential, secretCredential } from './credential.js';
 

@@ -13,11 +13,11 @@
  * @module
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolGatewayStatus } from '../api/pool.js';
 import { API_VERSION } from '../api/proxy.js';
 import { credentialUrl, generateCredential, passwordFile } from '../credentials/credential.js';
 import { type GatewayPlan, gatewayArgs, type PoolGateways } from '../pool/gateway.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import { isStatus, type KubeClient } from './client.js';
 import { b64, unb64 } from './credentials.js';
 import { getOrNothing, upsert } from './upsert.js';

@@ -10,10 +10,10 @@
  */
 import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import { canonicalJson } from '../api/canonical-json.js';
 import { type PoolObject, type PoolStatus, validatePoolSpec } from '../api/pool.js';
 import { API_VERSION, formatProblems, GROUP, VERSION } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import { messageOf } from '../runtime/message.js';
 import { sleep } from '../runtime/sleep.js';
 import {

@@ -9,11 +9,11 @@
  */
 import { createHash, randomInt } from 'node:crypto';
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolEndpoint, PoolObject } from '../api/pool.js';
 import type { ProxyObject } from '../api/proxy.js';
 import { credentialUrl } from '../credentials/credential.js';
 import type { ProviderSet } from '../providers/set.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import { messageOf } from '../runtime/message.js';
 import { WorkQueue } from '../runtime/queue.js';
 import type { CredentialStore } from '../store/credentials.js';

@@ -2,16 +2,16 @@
  * A pool's gateway as the pool controller asks for it: what `spec.gateway`
  * resolves to ({@link gatewayPlan}), and the seam that runs it
  * ({@link PoolGateways}): a process the standalone operator supervises
- * (`gateway-processes.ts`), or a Deployment and Service on Kubernetes.
+ * (`standalone/gateways.ts`), or a Deployment and Service on Kubernetes.
  * The controller hands each pass's plan over and writes what it answers
  * into `status.gateway`.
  *
  * @module
  */
 
+import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
 import { realmOf } from '../credentials/credential.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 
 /** What a pool's gateway is to be. */
 export interface GatewayPlan {

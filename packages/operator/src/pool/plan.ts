@@ -24,7 +24,8 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { type ResolvedPoolSpec, scaled } from './resolve.js';
+import { scaled } from '../api/quantity.js';
+import type { ResolvedPoolSpec } from './resolve.js';
 
 /** One Proxy of the pool, as the planner sees it. */
 export interface Member {

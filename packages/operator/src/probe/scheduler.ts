@@ -16,6 +16,7 @@ import { type Context, context } from '@opentelemetry/api';
 import { type Logger, silentLogger } from '@proxy-op/contract';
 import { ProbeAbortedError, type ProbeCredentials, type ProbeResult, probe } from '@proxy-op/probe';
 import { durationMs } from '../api/duration.js';
+import type { ProbeStatus } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import { ProbeInstruments } from './instruments.js';
@@ -30,19 +31,26 @@ import {
 import { type ShortCircuit, ShortCircuits } from './remediation.js';
 import { DEFAULT_PROBE_SETTINGS, settingsTarget } from './settings.js';
 import { ProbeSlots } from './slots.js';
-import type {
-  DataPlaneView,
-  ProbeSchedulerDeps,
-  ProbeSchedulerOptions,
-  RunningInstance,
-} from './types.js';
+import type { ProbeSchedulerDeps, ProbeSchedulerOptions, RunningInstance } from './types.js';
 
-export type {
-  DataPlaneView,
-  ProbeSchedulerDeps,
-  ProbeSchedulerOptions,
-  RunningInstance,
-} from './types.js';
+export type { ProbeSchedulerDeps, ProbeSchedulerOptions, RunningInstance } from './types.js';
+
+/** What the reconciler makes of a Proxy's data plane. */
+export type DataPlaneView =
+  | {
+      readonly probing: false;
+      readonly reason: 'ProbeDisabled' | 'NoTarget';
+      readonly message: string;
+    }
+  | {
+      readonly probing: true;
+      readonly verdict: Verdict;
+      readonly message: string;
+      readonly status: ProbeStatus | undefined;
+      readonly egressIP: string | undefined;
+      /** Set when the Proxy opted in to remediation: whether it is due, and the provider's short-circuit. */
+      readonly remediation: { readonly due: boolean; readonly circuit: ShortCircuit } | undefined;
+    };
 
 /** Probes the Running proxies; see the module comment. */
 export class ProbeScheduler {

@@ -7,10 +7,7 @@
 import type { Meter, Tracer } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
 import type { ProbeCredentials, ProbeTargetSpec } from '@proxy-op/probe';
-import type { ProbeStatus } from '../api/proxy.js';
 import type { ProxyStore } from '../store/proxies.js';
-import type { Verdict } from './record.js';
-import type { ShortCircuit } from './remediation.js';
 
 /** The scheduler's tunables, in milliseconds where a time. */
 export interface ProbeSchedulerOptions {
@@ -65,20 +62,3 @@ export interface RunningInstance {
   /** The credential clients use now, when the proxy requires one; the probes send it. */
   readonly credentials?: ProbeCredentials | undefined;
 }
-
-/** What the reconciler makes of a Proxy's data plane. */
-export type DataPlaneView =
-  | {
-      readonly probing: false;
-      readonly reason: 'ProbeDisabled' | 'NoTarget';
-      readonly message: string;
-    }
-  | {
-      readonly probing: true;
-      readonly verdict: Verdict;
-      readonly message: string;
-      readonly status: ProbeStatus | undefined;
-      readonly egressIP: string | undefined;
-      /** Set when the Proxy opted in to remediation: whether it is due, and the provider's short-circuit. */
-      readonly remediation: { readonly due: boolean; readonly circuit: ShortCircuit } | undefined;
-    };

@@ -12,12 +12,12 @@ import {
   type ProviderDeps,
   silentLogger,
 } from '@proxy-op/contract';
+import { canonicalJson } from '../api/canonical-json.js';
 import {
   DEFAULT_PROBE_SETTINGS,
   type ProbeSettings,
   sameProbeSettings,
 } from '../probe/settings.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import type { ProvidersConfig } from './file.js';
 import type { AnyProviderModule } from './registry.js';
 

@@ -11,6 +11,7 @@ import {
   SERVICE_PASSWORD_FILE,
   SERVICE_PATHS,
 } from '@proxy-op/squid-config';
+import { canonicalJson } from '../api/canonical-json.js';
 import type { ProxySpec } from '../api/proxy.js';
 
 /** What the generated cloud-init takes of a Proxy's credentials: the realm and the password file. */
@@ -95,17 +96,6 @@ export function renderCloudInit(
   ].join('\n');
 }
 
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /**
  * The spec hash: SHA-256 (first 16 hex digits) over the provider, placement,
  * port, allowed sources, the rendered cloud-init (with its password file's
@@ -132,7 +122,7 @@ function hashOf(spec: ProxySpec, auth: HashedAuth | undefined, plain: string): s
     auth === undefined
       ? plain
       : renderCloudInit(spec, { realm: auth.realm, passwordFile: FILE_IN_HASH });
-  const input = canonical({
+  const input = canonicalJson({
     provider: spec.provider,
     placement: spec.placement,
     port: spec.port,
@@ -166,9 +156,4 @@ export function renderSpec(spec: ProxySpec, auth?: SpecAuth | undefined): Render
   const hashed =
     auth === undefined ? undefined : { realm: auth.auth.realm, hashInput: auth.hashInput };
   return { cloudInit, hash: hashOf(spec, hashed, cloudInit) };
-}
-
-/** A canonical JSON text of any plain value (sorted keys), for comparisons. */
-export function canonicalJson(value: unknown): string {
-  return canonical(value);
 }

@@ -18,33 +18,8 @@ import { applyDataPlane } from '../probe/status.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import type { ReconcileResult } from '../runtime/queue.js';
 import type { EventType } from '../store/proxies.js';
-import type { PassEnv } from './pass.js';
 import type { StatusDraft } from './status-draft.js';
-
-/** The part of the probe scheduler a reconcile pass uses. */
-export type DataPlane = Pick<
-  ProbeScheduler,
-  'observe' | 'forget' | 'tracked' | 'restricted' | 'verify'
->;
-
-/** What a step of a pass works with: the pass's object, status and helpers. */
-export interface StepContext {
-  readonly env: PassEnv;
-  readonly key: string;
-  readonly obj: ProxyObject;
-  readonly status: StatusDraft;
-  readonly log: Logger;
-  /** The credential clients use now, when the proxy requires one (the probes send it). */
-  readonly credentials?: ProbeCredentials | undefined;
-  /**
-   * Brings a Running instance's credentials up to date (before its status
-   * is written); resolves with how long until a rotation's next step.
-   */
-  syncCredentials?(cp: ConfiguredProvider, instance: RunningInstance): Promise<number | undefined>;
-  event(type: EventType, reason: string, message: string): void;
-  /** Deletes the instance; true once it is gone. */
-  deleteInstance(cp: ConfiguredProvider, id: string): Promise<boolean>;
-}
+import type { StepContext } from './step.js';
 
 const PROBING_OFF: DataPlaneView = {
   probing: false,

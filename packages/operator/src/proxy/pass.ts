@@ -3,12 +3,15 @@
  * reconcile rules): finalize a Proxy being deleted, put the finalizer on,
  * find its provider, replace the instance when the spec changed, hold while
  * latched, ensure an instance exists, observe it (and its data plane:
- * `reconcile-observe.ts`), and turn a provider error into status. The pass holds the object as read and the status it builds;
- * the {@link Reconciler} runs the steps in order.
+ * `observe.ts`), and turn a provider error into status; with them, the
+ * Create request of an instance and the deletion of the instances a
+ * rotation holds beside the Proxy's own. The pass holds the object as read
+ * and the status it builds; the reconciler runs the steps in order.
  *
  * @module
  */
 import {
+  type CreateRequest,
   errorClassOf,
   isNotFound,
   isPermanent,
@@ -24,6 +27,7 @@ import {
   type ResolvedAuth,
   syncCredentials,
 } from '../credentials/step.js';
+import { clearSides, sideInstances } from '../credentials/successor.js';
 import type { RunningInstance } from '../probe/types.js';
 import type { ConfiguredProvider, ProviderSet } from '../providers/set.js';
 import { messageOf } from '../runtime/message.js';
@@ -31,27 +35,9 @@ import type { Backoff, ReconcileResult } from '../runtime/queue.js';
 import type { CredentialStore } from '../store/credentials.js';
 import type { EventType, ProxyStore } from '../store/proxies.js';
 import { type RenderedSpec, renderSpec } from './cloudinit.js';
-import { clearInstance, type DataPlane, observeInstance, type StepContext } from './observe.js';
-import { failPass } from './pass-fail.js';
-import { createRequestOf, deleteSideInstances } from './pass-requests.js';
-import { StatusDraft } from './status-draft.js';
-
-/** What every pass of a {@link Reconciler} shares. */
-export interface PassEnv {
-  readonly store: ProxyStore;
-  readonly providers: ProviderSet;
-  /** The QuotaExceeded backoff, per key. */
-  readonly quota: Backoff;
-  readonly deletionPollMs: number;
-  readonly provisioningPollMs: number;
-  readonly readyResyncMs: number;
-  /** The probes of the data plane; absent when probing is off. */
-  readonly probes?: DataPlane | undefined;
-  /** Where the Proxies' credentials are kept. */
-  readonly credentials: CredentialStore;
-  /** Runs one provider call with the call deadline and the shutdown signal. */
-  call<T>(fn: (opts: { signal: AbortSignal }) => Promise<T>): Promise<T>;
-}
+import { clearInstance, observeInstance } from './observe.js';
+import { type MutableStatus, StatusDraft } from './status-draft.js';
+import type { PassEnv, StepContext } from './step.js';
 
 /** One pass over one Proxy: the object as read, the status being built, and the steps. */
 export class ReconcilePass {
@@ -179,7 +165,7 @@ export class ReconcilePass {
   }
 
   /**
-   * Resolves the Proxy's credentials for the pass (`auth/step.ts`): a
+   * Resolves the Proxy's credentials for the pass (`credentials/step.ts`): a
    * result when it cannot go on (a `secretRef` that cannot be used: status
    * written, looked at again after the provisioning poll).
    */
@@ -276,13 +262,13 @@ export class ReconcilePass {
     return id;
   }
 
-  /** Gets the instance and sets the status from it (`reconcile-observe.ts`). */
+  /** Gets the instance and sets the status from it (`observe.ts`). */
   observe(cp: ConfiguredProvider, providerID: string): Promise<ReconcileResult> {
     return observeInstance(this.#step(), cp, providerID);
   }
 
   /**
-   * A provider error of the steps above, into status (`reconcile-fail.ts`):
+   * A provider error of the steps above, into status (below):
    * Permanent latches the spec hash, QuotaExceeded waits out its own
    * backoff, anything else is rethrown for the queue's backoff.
    */
@@ -292,7 +278,7 @@ export class ReconcilePass {
 
   // ---- helpers ----
 
-  /** `auth/step.ts`'s sync for the Running instance on `holder`. */
+  /** `credentials/step.ts`'s sync for the Running instance on `holder`. */
   async #syncCredentials(
     holder: ConfiguredProvider,
     instance: RunningInstance,
@@ -394,4 +380,82 @@ export class ReconcilePass {
       throw err;
     }
   }
+}
+
+/**
+ * A provider error of the steps above, into status: Permanent latches the
+ * spec hash, QuotaExceeded waits out its own backoff, anything else is
+ * rethrown for the queue's backoff.
+ */
+async function failPass(c: StepContext, err: unknown, hash: string): Promise<ReconcileResult> {
+  const st = c.status.st;
+  const cls = errorClassOf(err);
+  const message = messageOf(err);
+  st.lastError = { class: cls, message };
+  if (cls === 'Permanent') {
+    st.latchedSpecHash = hash;
+    st.phase = 'Failed';
+    c.status.cond('Latched', 'True', 'PermanentError', message);
+    c.status.cond('Ready', 'False', 'PermanentError', message);
+    await c.status.write();
+    c.log.warn({ err: message }, 'permanent provider error; latched until the spec changes');
+    c.event(
+      'Warning',
+      'Latched',
+      `permanent provider error, nothing more is tried until the spec changes: ${message}`,
+    );
+    return {};
+  }
+  if (cls === 'QuotaExceeded') {
+    c.status.cond('QuotaExceeded', 'True', 'QuotaExceeded', message);
+    c.status.cond('Ready', 'False', 'QuotaExceeded', message);
+    await c.status.write();
+    const ms = c.env.quota.next(c.key);
+    c.log.info({ err: message, retryInMs: ms }, 'provider quota exceeded; retrying later');
+    return { requeueAfter: ms };
+  }
+  await c.status.write();
+  throw err;
+}
+
+/** The Create request of an instance named `name` for the Proxy `obj`. */
+function createRequestOf(
+  obj: ProxyObject,
+  installation: string,
+  name: string,
+  cloudInit: string,
+  auth: ProxyAuth | undefined,
+): CreateRequest {
+  const { metadata: md, spec: s } = obj;
+  return {
+    name,
+    namespace: md.namespace,
+    uid: md.uid,
+    port: s.port,
+    cloudInit: new TextEncoder().encode(cloudInit),
+    placement: s.placement,
+    allowedSources: s.allowedSources,
+    installation,
+    auth,
+  };
+}
+
+/**
+ * Deletes a rotation's successor and retiring instance (`credentials/successor.ts`);
+ * true once both are gone (then forgotten), false while a deletion is under
+ * way or the provider of one is not configured.
+ */
+async function deleteSideInstances(
+  st: MutableStatus,
+  holder: string,
+  providers: ProviderSet,
+  del: (cp: ConfiguredProvider, id: string) => Promise<boolean>,
+): Promise<boolean> {
+  let gone = true;
+  for (const side of sideInstances(st, holder)) {
+    const cp = providers.get(side.provider);
+    if (cp === undefined || !(await del(cp, side.providerID))) gone = false;
+  }
+  if (gone) clearSides(st);
+  return gone;
 }

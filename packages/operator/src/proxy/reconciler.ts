@@ -1,7 +1,7 @@
 /**
  * The Proxy reconciler: one level-based pass over one Proxy, from the store's
  * cache to the provider and back into the status, traced as one span. The
- * steps of a pass are in `reconcile-pass.ts`.
+ * steps of a pass are in `pass.ts`.
  *
  * @module
  */
@@ -15,8 +15,8 @@ import { messageOf } from '../runtime/message.js';
 import { Backoff, type ReconcileResult } from '../runtime/queue.js';
 import { type CredentialStore, MemoryCredentialStore } from '../store/credentials.js';
 import type { ProxyStore } from '../store/proxies.js';
-import type { DataPlane } from './observe.js';
-import { type PassEnv, ReconcilePass } from './pass.js';
+import { ReconcilePass } from './pass.js';
+import type { DataPlane, PassEnv } from './step.js';
 
 /** Timings of the reconciler, in milliseconds. */
 export interface ReconcilerOptions {

@@ -7,10 +7,10 @@
  * @module
  */
 
+import { canonicalJson } from '../api/canonical-json.js';
 import { setCondition } from '../api/conditions.js';
 import type { ConditionType, ProxyObject, ProxyStatus } from '../api/proxy.js';
 import type { ProxyStore } from '../store/proxies.js';
-import { canonicalJson } from './cloudinit.js';
 
 /** A Proxy status whose fields can be set. */
 export type MutableStatus = { -readonly [K in keyof ProxyStatus]: ProxyStatus[K] };

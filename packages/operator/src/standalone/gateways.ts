@@ -26,11 +26,8 @@ import {
   passwordFile,
 } from '../credentials/credential.js';
 import { type GatewayPlan, gatewayArgs, type PoolGateways, samePlan } from '../pool/gateway.js';
-import {
-  type CredentialOwner,
-  FileCredentialStore,
-  readCredentialFile,
-} from '../store/credentials.js';
+import type { CredentialOwner } from '../store/credentials.js';
+import { FileCredentialStore, readCredentialFile } from './credentials.js';
 import { upstreamsFile } from './pools.js';
 
 const BIN = fileURLToPath(new URL('../../bin/proxy-op.js', import.meta.url));

@@ -12,9 +12,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolObject, PoolSpec, PoolStatus } from '../api/pool.js';
 import type { OwnerReference, ProxySpec } from '../api/proxy.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import {
   ownerRefOf,
   type PoolProxy,

@@ -24,7 +24,7 @@ import { credentialsDir, standaloneProviders } from '../providers/default.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { ProviderSet } from '../providers/set.js';
 import type { OperatorOptions } from '../proxy/controller.js';
-import { FileCredentialStore } from '../store/credentials.js';
+import { FileCredentialStore } from './credentials.js';
 import { GatewayProcesses } from './gateways.js';
 import { defaultStateFile, endpointsDir } from './state-file.js';
 import { StandaloneStore } from './store.js';

@@ -9,9 +9,9 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolObject, PoolSpec, PoolStatus } from '../api/pool.js';
 import { API_VERSION, type OwnerReference, type ProxySpec } from '../api/proxy.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 import { type EventType, type MemoryStore, proxyKey } from './proxies.js';
 
 /** The label every Proxy of a pool carries: the pool's name. */

@@ -6,6 +6,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../api/canonical-json.js';
 import type {
   ProviderHealth,
   ProxyMetadata,
@@ -13,7 +14,6 @@ import type {
   ProxySpec,
   ProxyStatus,
 } from '../api/proxy.js';
-import { canonicalJson } from '../proxy/cloudinit.js';
 
 /** `namespace/name`: the key of a Proxy in the store and the queue. */
 export function proxyKey(namespace: string, name: string): string {
