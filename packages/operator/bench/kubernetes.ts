@@ -59,10 +59,11 @@ async function child(kubeconfig: string): Promise<void> {
   if (!load.ok) throw new Error(load.problems.join('\n'));
   const store = await KubeStore.start({ client, namespace: 'bench' });
   const providers = new ProviderSet();
-  const operator = new Operator(
-    { store, providers },
-    { gcIntervalMs: 0, healthIntervalMs: 0, readyResyncMs: 3_600_000 },
-  );
+  const operator = new Operator({
+    store,
+    providers,
+    settings: { gcIntervalMs: 0, healthIntervalMs: 0, readyResyncMs: 3_600_000 },
+  });
   await operator.applyProviders(load.config);
   operator.start();
   send({ ev: 'started', heap: heapNow(), rss: process.memoryUsage().rss });

@@ -7,11 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MemoryBackend, providerModule } from '@proxy-op/providertest/reference';
 import {
-  hookStore,
   MemoryPoolStore,
   MemoryStore,
   Operator,
-  PoolController,
   ProviderRegistry,
   ProviderSet,
   parseProvidersConfig,
@@ -54,8 +52,14 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
   await providers.apply(load.config);
   globalThis.gc?.();
   const baseHeap = process.memoryUsage().heapUsed;
-  const store = new MemoryStore();
   const counts = { proxyStatus: 0, poolStatus: 0, creates: 0, deletes: 0 };
+  class CountingStore extends MemoryStore {
+    override updateStatus(...a: Parameters<MemoryStore['updateStatus']>) {
+      counts.proxyStatus++;
+      return super.updateStatus(...a);
+    }
+  }
+  const store = new CountingStore();
   class CountingPools extends MemoryPoolStore {
     override updatePoolStatus(...a: Parameters<MemoryPoolStore['updatePoolStatus']>) {
       counts.poolStatus++;
@@ -71,18 +75,18 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
     }
   }
   const pools = new CountingPools(store);
-  const controller = new PoolController({ pools, proxies: store, providers });
-  const counted = hookStore(controller.observe(store), {
-    afterStatus: () => {
-      counts.proxyStatus++;
+  const operator = new Operator({
+    store,
+    pools,
+    providers,
+    settings: {
+      gcIntervalMs: 0,
+      healthIntervalMs: 0,
+      probeIntervalMs: 0,
+      readyResyncMs: 3_600_000,
     },
   });
-  const operator = new Operator(
-    { store: counted, providers },
-    { gcIntervalMs: 0, healthIntervalMs: 0, probeIntervalMs: 0, readyResyncMs: 3_600_000 },
-  );
   operator.start();
-  controller.start();
   const ready = () => store.list().filter((p) => p.status.phase === 'Ready').length;
   const t0 = performance.now();
   const spec = (port: number) => {
@@ -114,9 +118,12 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
     for (const k of Object.keys(counts) as Array<keyof typeof counts>) counts[k] = 0;
     const t1 = performance.now();
     pools.apply('default', 'pool', spec(8080));
+    const generation = pools.getPool('default/pool')?.metadata.generation;
     await settle(() => {
       const st = pools.getPool('default/pool')?.status;
+      // The status from before the controller saw the change counts for nothing.
       return (
+        st?.observedGeneration === generation &&
         st?.updatedReplicas === N &&
         st.availableReplicas === N &&
         store.list().length === N &&
@@ -126,7 +133,6 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
     rollMs = performance.now() - t1;
     writesPerReplaced = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / N]));
   }
-  await controller.stop();
   await operator.stop();
   await providers.close();
   return { case: kind, n: N, upMs, rollMs, writesPerReplaced, heapPerProxyKiB };

@@ -20,14 +20,9 @@ import {
 } from '@proxy-op/contract';
 import { type ForwardProxy, startForwardProxy } from '@proxy-op/forward-proxy';
 import { profile } from '@proxy-op/providertest/reference';
-import {
-  type AnyProviderModule,
-  MemoryStore,
-  Operator,
-  ProviderSet,
-  startProbeTarget,
-  validateProxySpec,
-} from '../dist/index.js';
+import { MemoryStore, Operator, ProviderSet, validateProxySpec } from '../dist/index.js';
+import { startProbeTarget } from '../dist/probe/target.js';
+import type { AnyProviderModule } from '../dist/providers/registry.js';
 
 const N = Number(process.env.BENCH_PROXIES ?? 1000);
 const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? 65_000);
@@ -136,15 +131,17 @@ async function operatorChild(probing: boolean): Promise<void> {
   const target = probing
     ? await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' })
     : undefined;
-  const operator = new Operator(
-    { store, providers, probeTarget: target?.target },
-    {
+  const operator = new Operator({
+    store,
+    providers,
+    probeTarget: target?.target,
+    settings: {
       gcIntervalMs: 0,
       healthIntervalMs: 0,
       readyResyncMs: 3_600_000,
-      probeIntervalMs: probing ? undefined : 0,
+      ...(probing ? {} : { probeIntervalMs: 0 }),
     },
-  );
+  });
   const spec = validateProxySpec({ provider: 'lab', allowedSources: ['127.0.0.0/8'] });
   if (!spec.ok) throw new Error('spec');
   let peak = { tcp: 0 };

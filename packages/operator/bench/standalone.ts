@@ -57,10 +57,11 @@ async function one(n: number): Promise<Result> {
   const t0 = performance.now();
   const store = await StandaloneStore.open({ dir, watch: false });
   const t1 = performance.now();
-  const operator = new Operator(
-    { store, providers: new ProviderSet() },
-    { gcIntervalMs: 0, healthIntervalMs: 0, readyResyncMs: 3_600_000 },
-  );
+  const operator = new Operator({
+    store,
+    providers: new ProviderSet(),
+    settings: { gcIntervalMs: 0, healthIntervalMs: 0, readyResyncMs: 3_600_000 },
+  });
   await operator.applyProviders(load.config);
   operator.start();
   while (!operator.settled()) await new Promise((r) => setTimeout(r, 20));

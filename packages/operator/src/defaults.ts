@@ -38,6 +38,8 @@ export const DEFAULTS = Object.freeze({
   gcIntervalMs: 300_000,
   /** GC leaves instances younger than this alone: a Create may be in flight. */
   gcMinAgeMs: 600_000,
+  /** GC only reports what it would delete. */
+  gcDryRun: false,
   /** Health check interval (0 disables the monitor). */
   healthIntervalMs: 60_000,
   /** The deadline of one health check round. */
@@ -68,6 +70,24 @@ export const DEFAULTS = Object.freeze({
   unhealthyTimeoutMs: 300_000,
   /** A provider's `probe.maxUnhealthy`: more of its probed proxies failing at once stops every replacement. */
   maxUnhealthy: '40%',
+
+  // ---- pools and their gateways ----
+  /** Pools reconciled at once. */
+  poolWorkers: 2,
+  /** The first wait between a pool's remediations in a row; it doubles with each. */
+  remediationBackoffBaseMs: 10_000,
+  /** The longest wait between a pool's remediations in a row. */
+  remediationBackoffMaxMs: 300_000,
+  /** How long a provider that latched a pool's Proxy is given none of its new ones. */
+  refusalMemoryMs: 300_000,
+  /** The first wait before a standalone gateway process that exited is started again; it doubles with each exit. */
+  gatewayRestartBaseMs: 1000,
+  /** The longest wait before a standalone gateway process is started again. */
+  gatewayRestartMaxMs: 30_000,
+  /** How often a Kubernetes gateway's Deployment is looked at again while it is not available. */
+  gatewayRecheckMs: 5000,
+  /** How long a gateway lets a Proxy leaving its list finish, in a pool without rotation. */
+  gatewayDrainMs: 30_000,
 
   // ---- proxy credentials ----
   /** `spec.auth.overlap`: how long a proxy accepts the previous credential after a rotation. */
@@ -115,9 +135,9 @@ export const DEFAULTS = Object.freeze({
   /** Whether the operator takes part in leader election. */
   leaderElect: true,
   /** The Lease's name. */
-  leaseName: 'proxy-op',
+  leaderElectionId: 'proxy-op',
   /** The Lease's namespace when neither the flag, `$POD_NAMESPACE` nor the service account says. */
-  leaseNamespace: 'proxy-op-system',
+  leaderElectionNamespace: 'proxy-op-system',
   /** How long a Lease holds without renewal (client-go's default). */
   leaseDurationMs: 15_000,
   /** The leader stops leading when it could not renew for this long. */
@@ -154,3 +174,28 @@ export const DEFAULTS = Object.freeze({
 
 /** The type of {@link DEFAULTS}. */
 export type Defaults = typeof DEFAULTS;
+
+/**
+ * Every setting of the operator, each named as {@link DEFAULTS} names its
+ * default (and `run` its flag: `--probe-interval` is `probeIntervalMs`).
+ * The parts of the operator take the settings they use under these names,
+ * with no default of their own: the defaults are applied once, where the
+ * flags are read or where the operator is built ({@link withDefaults}).
+ */
+export type Settings = { readonly [K in keyof Defaults]: Widened<Defaults[K]> };
+
+/** A default's literal type widened to what a setting may hold. */
+type Widened<T> = T extends number
+  ? number
+  : T extends string
+    ? string
+    : T extends boolean
+      ? boolean
+      : T;
+
+/** `given` over {@link DEFAULTS}: the one place a default is applied to a setting. */
+export function withDefaults(given: Partial<Settings> = {}): Settings {
+  const out: Record<string, unknown> = { ...DEFAULTS };
+  for (const [k, v] of Object.entries(given)) if (v !== undefined) out[k] = v;
+  return out as Settings;
+}

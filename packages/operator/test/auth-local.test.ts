@@ -3,7 +3,7 @@
 // curl and keep-alive clients as the users; the operator in process over a memory store.
 import { curlThroughProxy, startCredentialLoop } from '@proxy-op/testkit';
 import { describe, expect, it } from 'vitest';
-import { getCondition } from '../src/index.js';
+import { getCondition } from '../src/api/conditions.js';
 import { type ProbeRig, rigSuite } from './probe-support.js';
 
 const suite = rigSuite({ addressRange: '127.0.79.0/24' });

@@ -5,7 +5,9 @@
 import { providerModule as local } from '@proxy-op/provider-local';
 import { curlThroughProxy, startCredentialLoop } from '@proxy-op/testkit';
 import { describe, expect, it } from 'vitest';
-import { getCondition, instanceName, ProviderRegistry } from '../src/index.js';
+import { getCondition } from '../src/api/conditions.js';
+import { instanceName } from '../src/api/naming.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
 import { type ProbeRig, proxyPids, rigSuite } from './probe-support.js';
 
 /** The local provider as a `replace` provider: no updateAuth, so a rotation needs a new instance. */

@@ -9,7 +9,7 @@ import { hashPassword } from '@proxy-op/forward-proxy';
 import { describeWithPeers } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { renderCloudInit, renderSquidConfig, specHash } from '../src/index.js';
+import { renderCloudInit, renderSquidConfig, specHash } from '../src/proxy/cloudinit.js';
 import { spec } from './support.js';
 
 const { describe, expect, it } = vitest;

@@ -2,7 +2,7 @@
 // file-backed reference provider whose instances outlive the process.
 import { readFile, rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { FINALIZER } from '../src/index.js';
+import { FINALIZER } from '../src/api/proxy.js';
 import { type CliWorkspace, cliWorkspace, runCli } from './cli-support.js';
 
 interface Vm {

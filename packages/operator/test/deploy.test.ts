@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { describeWithPeers, runProcess } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { crdsYaml, validateProxyManifest } from '../src/index.js';
+import { crdsYaml } from '../src/api/crds.js';
+import { validateProxyManifest } from '../src/api/proxy.js';
 import { runCli } from './cli-support.js';
 import { call, installCrds, KubeTestServer } from './kube-support.js';
 

@@ -1,10 +1,16 @@
 // Peer: seam fake (a scripted provider) over the memory store.
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, MemoryStore, Operator, toProviderHealth } from '../src/index.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { Operator } from '../src/manager/operator.js';
+import { collectGarbage } from '../src/proxy/gc.js';
+import { toProviderHealth } from '../src/proxy/health.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MIN = 60_000;
+/** GC's settings in these tests: a minute's MinAge. */
+const GC = { gcMinAgeMs: MIN, gcDryRun: false, callTimeoutMs: DEFAULTS.callTimeoutMs };
 
 async function setup(installation = 'site-1') {
   const backend = new ScriptedBackend();
@@ -49,7 +55,7 @@ describe('GC', () => {
     plant(backend, 'proxy-empty-uid', '', 'site-1', 2 * MIN);
     plant(backend, 'proxy-young', 'uid-gone-2', 'site-1', MIN / 2);
     plant(backend, 'proxy-other-site', 'uid-gone-3', 'site-2', 2 * MIN);
-    const report = await collectGarbage(lab, store, 'site-1', { minAgeMs: MIN, now: new Date(T0) });
+    const report = await collectGarbage(lab, store, 'site-1', GC, { now: new Date(T0) });
     expect(report.deleted.map((d) => d.id).sort()).toEqual([
       'scripted/proxy-empty-uid',
       'scripted/proxy-orphan',
@@ -65,18 +71,20 @@ describe('GC', () => {
     const { backend, store, lab } = await setup();
     const other = store.apply('default', 'web', spec({ provider: 'elsewhere' }));
     plant(backend, 'proxy-x', other.metadata.uid, 'site-1', 2 * MIN);
-    const report = await collectGarbage(lab, store, 'site-1', { minAgeMs: MIN, now: new Date(T0) });
+    const report = await collectGarbage(lab, store, 'site-1', GC, { now: new Date(T0) });
     expect(report.deleted).toHaveLength(1);
   });
 
   it('only reports in a dry run', async () => {
     const { backend, store, lab } = await setup();
     plant(backend, 'proxy-orphan', 'uid-gone', 'site-1', 2 * MIN);
-    const report = await collectGarbage(lab, store, 'site-1', {
-      minAgeMs: MIN,
-      dryRun: true,
-      now: new Date(T0),
-    });
+    const report = await collectGarbage(
+      lab,
+      store,
+      'site-1',
+      { ...GC, gcDryRun: true },
+      { now: new Date(T0) },
+    );
     expect(report.deleted).toEqual([
       expect.objectContaining({ id: 'scripted/proxy-orphan', dryRun: true }),
     ]);
@@ -88,11 +96,11 @@ describe('GC', () => {
     plant(backend, 'proxy-a', 'gone-a', 'site-1', 2 * MIN);
     plant(backend, 'proxy-b', 'gone-b', 'site-1', 2 * MIN);
     backend.fail('delete', 'Transient');
-    const r1 = await collectGarbage(lab, store, 'site-1', { minAgeMs: MIN, now: new Date(T0) });
+    const r1 = await collectGarbage(lab, store, 'site-1', GC, { now: new Date(T0) });
     expect(r1.deleted).toHaveLength(1);
     expect(r1.errors).toHaveLength(1);
     backend.fail('list', 'Transient');
-    const r2 = await collectGarbage(lab, store, 'site-1', { minAgeMs: MIN, now: new Date(T0) });
+    const r2 = await collectGarbage(lab, store, 'site-1', GC, { now: new Date(T0) });
     expect(r2.errors[0]).toMatch(/^list: /);
   });
 
@@ -100,7 +108,12 @@ describe('GC', () => {
     const { backend, providers, store } = await setup();
     plant(backend, 'proxy-orphan', 'uid-gone', 'site-1', 2 * MIN);
     backend.hangs.add('list');
-    const op = new Operator({ store, providers, now: () => new Date(T0) }, { gcMinAgeMs: MIN });
+    const op = new Operator({
+      store,
+      providers,
+      now: () => new Date(T0),
+      settings: { gcMinAgeMs: MIN },
+    });
     let ended = false;
     const gc = op.runGc().finally(() => {
       ended = true;
@@ -117,7 +130,12 @@ describe('GC', () => {
   it('runs for every provider through the operator', async () => {
     const { backend, providers, store } = await setup();
     plant(backend, 'proxy-orphan', 'uid-gone', 'site-1', 2 * MIN);
-    const op = new Operator({ store, providers, now: () => new Date(T0) }, { gcMinAgeMs: MIN });
+    const op = new Operator({
+      store,
+      providers,
+      now: () => new Date(T0),
+      settings: { gcMinAgeMs: MIN },
+    });
     const reports = await op.runGc();
     expect(reports.map((r) => [r.provider, r.deleted.length])).toEqual([['lab', 1]]);
   });
@@ -148,7 +166,7 @@ describe('health', () => {
 
   it('writes ProviderHealth for every provider with a Checker, and a failing check as not ready', async () => {
     const { backend, providers, store } = await setup();
-    const op = new Operator({ store, providers }, {});
+    const op = new Operator({ store, providers });
     const [h] = await op.runHealth();
     expect(h).toMatchObject({ name: 'lab', status: { type: 'scripted', ready: true } });
     backend.fail('check', 'Transient');
@@ -161,7 +179,7 @@ describe('health', () => {
   it('a round the operator’s stop cuts short writes nothing', async () => {
     const { backend, providers, store } = await setup();
     backend.hangs.add('check');
-    const op = new Operator({ store, providers }, {});
+    const op = new Operator({ store, providers });
     const round = op.runHealth();
     await until(() => backend.calls.includes('check'));
     await op.stop();

@@ -12,7 +12,7 @@ import { runProcess } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { writeImageContext } from '../scripts/image-context.js';
-import { FIRST_PARTY_PROVIDERS } from '../src/index.js';
+import { FIRST_PARTY_PROVIDERS } from '../src/providers/registry.js';
 import { call, KubeTestServer, stored, until } from './kube-support.js';
 
 const PKG = fileURLToPath(new URL('..', import.meta.url));

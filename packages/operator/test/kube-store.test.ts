@@ -3,7 +3,8 @@
 // in-memory provider (and a scripted one for slow and failing calls).
 import type { MemoryBackend } from '@proxy-op/providertest/reference';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { KubeClient, ProviderSet } from '../src/index.js';
+import type { KubeClient } from '../src/kube/client.js';
+import type { ProviderSet } from '../src/providers/set.js';
 import {
   call,
   clientFor,

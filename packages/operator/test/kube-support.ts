@@ -4,18 +4,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeTestServer } from '@proxy-op/kube-testserver';
-import {
-  customResourceDefinitions,
-  KubeClient,
-  KubeStore,
-  Operator,
-  type OperatorOptions,
-  type ProviderSet,
-} from '../src/index.js';
+import { customResourceDefinitions } from '../src/api/crds.js';
+import type { Settings } from '../src/defaults.js';
+import { KubeClient } from '../src/kube/client.js';
 import { SecretCredentialStore } from '../src/kube/credentials.js';
 import { KubePoolStore } from '../src/kube/pools.js';
-import { PoolController } from '../src/pool/controller.js';
+import { KubeStore } from '../src/kube/store.js';
+import { Operator } from '../src/manager/operator.js';
 import type { PoolGateways } from '../src/pool/gateway.js';
+import type { ProviderSet } from '../src/providers/set.js';
 
 /** One HTTP exchange with the test server. */
 export interface Reply {
@@ -147,13 +144,21 @@ export async function clientFor(
 export async function startOperator(
   client: KubeClient,
   providers: ProviderSet,
-  opts: OperatorOptions & { namespace?: string } = {},
+  opts: Partial<Settings> & { namespace?: string } = {},
 ) {
-  const store = await KubeStore.start({ client, namespace: opts.namespace, identity: 'test' });
-  const operator = new Operator(
-    { store, providers },
-    { gcIntervalMs: 0, healthIntervalMs: 0, backoffBaseMs: 20, backoffMaxMs: 200, ...opts },
-  );
+  const { namespace, ...settings } = opts;
+  const store = await KubeStore.start({ client, namespace, identity: 'test' });
+  const operator = new Operator({
+    store,
+    providers,
+    settings: {
+      gcIntervalMs: 0,
+      healthIntervalMs: 0,
+      backoffBaseMs: 20,
+      backoffMaxMs: 200,
+      ...settings,
+    },
+  });
   operator.start();
   return {
     store,
@@ -169,36 +174,29 @@ export async function startOperator(
 export async function startPoolOperator(
   client: KubeClient,
   providers: ProviderSet,
-  opts: { gateways?: PoolGateways; operator?: OperatorOptions } = {},
+  opts: { gateways?: PoolGateways; settings?: Partial<Settings> } = {},
 ) {
   const store = await KubeStore.start({ client, identity: 'test' });
   const pools = await KubePoolStore.start({ client, proxies: store });
-  const credentials = new SecretCredentialStore(client);
-  const controller = new PoolController({
+  const operator = new Operator({
+    store,
     pools,
-    proxies: store,
     providers,
-    credentials,
+    credentials: new SecretCredentialStore(client),
     gateways: opts.gateways,
-  });
-  const operator = new Operator(
-    { store: controller.observe(store), providers, credentials },
-    {
+    settings: {
       gcIntervalMs: 0,
       healthIntervalMs: 0,
       probeIntervalMs: 0,
       backoffBaseMs: 20,
       backoffMaxMs: 200,
-      ...opts.operator,
+      ...opts.settings,
     },
-  );
+  });
   operator.start();
-  controller.start();
   return {
     store,
     async stop() {
-      await controller.stop();
-      await opts.gateways?.stop();
       await operator.stop();
       await pools.close();
       await store.close();

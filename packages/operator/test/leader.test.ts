@@ -2,7 +2,7 @@
 // two LeaderElectors in process, one of them behind a TCP relay the test can cut (a partition).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderElector, microTime } from '../src/index.js';
+import { LeaderElector, microTime } from '../src/kube/leader.js';
 import { clientFor, KubeTestServer, tempDir, until } from './kube-support.js';
 
 let server: KubeTestServer;

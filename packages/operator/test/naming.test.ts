@@ -1,6 +1,6 @@
 // Peer: none (pure functions).
 import { describe, expect, it } from 'vitest';
-import { instanceName, MAX_INSTANCE_NAME } from '../src/index.js';
+import { instanceName, MAX_INSTANCE_NAME } from '../src/api/naming.js';
 
 const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 

@@ -1,6 +1,9 @@
 // Peer: seam fake (a scripted provider) driven through the work queue over the memory store.
 import { describe, expect, it } from 'vitest';
-import { instanceName, MemoryStore, Operator, parseProvidersConfig } from '../src/index.js';
+import { instanceName } from '../src/api/naming.js';
+import { Operator } from '../src/manager/operator.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
 
 const FAST = {
@@ -26,7 +29,7 @@ async function setup(returnsEarly = false) {
   const { registry } = testRegistry({ scripted: backend, returnsEarly });
   const providers = await providerSet('providers:\n  - name: lab\n    type: scripted\n', registry);
   const store = new MemoryStore();
-  const op = new Operator({ store, providers }, FAST);
+  const op = new Operator({ store, providers, settings: FAST });
   return { backend, registry, providers, store, op };
 }
 

@@ -16,7 +16,7 @@ import {
   startOtlpReceiver,
 } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tracingRequested } from '../src/index.js';
+import { tracingRequested } from '../src/process/otel.js';
 import { CLI, type CliWorkspace, cliWorkspace, runCli } from './cli-support.js';
 
 describe('tracingRequested', () => {

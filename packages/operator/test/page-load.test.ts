@@ -5,9 +5,12 @@
 import { describeWithPeers } from '@proxy-op/testkit';
 import type { CDPSession } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore, type Phase, type ProbeEntry, type ProxyStatus } from '../src/index.js';
+import type { Phase, ProxyStatus } from '../src/api/proxy.js';
+import { DEFAULTS } from '../src/defaults.js';
 import { type StatusPage, startStatusPage } from '../src/page/server.js';
 import type { PageProbes } from '../src/page/snapshot.js';
+import type { ProbeEntry } from '../src/probe/record.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { launchBrowser, type TestBrowser } from './page-support.js';
 import { spec } from './support.js';
 
@@ -79,6 +82,7 @@ describeWithPeers({ describe, it }, 'the status page under load, in Chromium', [
       listen: '127.0.0.1:0',
       role: () => ({ store: 'memory', state: 'leading' }),
       source: { store, probes },
+      settings: DEFAULTS,
     });
     browser = await launchBrowser();
   }, 60_000);

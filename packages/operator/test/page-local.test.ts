@@ -15,7 +15,7 @@ import {
 } from '@proxy-op/testkit';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { instanceName } from '../src/index.js';
+import { instanceName } from '../src/api/naming.js';
 import type { PageState } from '../src/page/wire.js';
 import { runCli, spawnCli } from './cli-support.js';
 import { detailShows, launchBrowser, type TestBrowser } from './page-support.js';

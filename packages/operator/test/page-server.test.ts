@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { runProcess } from '@proxy-op/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStore, type ProxyStatus } from '../src/index.js';
+import type { ProxyStatus } from '../src/api/proxy.js';
+import { DEFAULTS, type Settings } from '../src/defaults.js';
 import { EventLog } from '../src/page/events.js';
 import {
   allowedHost,
@@ -18,6 +19,7 @@ import {
 } from '../src/page/server.js';
 import { withoutCredentials } from '../src/page/snapshot.js';
 import type { PagePatch, PageState, ProxyDetail } from '../src/page/wire.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { readStream, until } from './page-support.js';
 import { spec } from './support.js';
 
@@ -29,17 +31,16 @@ afterEach(async () => {
   page = undefined;
 });
 
-async function start(
-  store: MemoryStore,
-  extra: Partial<Parameters<typeof startStatusPage>[0]> = {},
-) {
-  const events = new EventLog({ exists: (k) => store.get(k) !== undefined });
+async function start(store: MemoryStore, settings: Partial<Settings> = {}) {
+  const events = new EventLog({
+    statusEventsPerProxy: DEFAULTS.statusEventsPerProxy,
+    exists: (k) => store.get(k) !== undefined,
+  });
   page = await startStatusPage({
     listen: '127.0.0.1:0',
     role: () => ({ store: 'memory', state: 'leading' }),
     source: { store, events },
-    pushMs: 50,
-    ...extra,
+    settings: { ...DEFAULTS, statusPushMs: 50, ...settings },
   });
   return { page, events };
 }
@@ -193,7 +194,7 @@ describe('the status page server', () => {
   it('serves every viewer the same patches; a viewer that does not read is cut off at the bound', async () => {
     const store = new MemoryStore();
     for (let i = 0; i < 200; i++) store.apply('default', `p-${i}`, spec({ provider: 'lab' }));
-    const { page } = await start(store, { bufferBytes: 64 * 1024 });
+    const { page } = await start(store, { statusClientBufferBytes: 64 * 1024 });
     // A viewer that never reads: its socket's buffers fill, then the server's.
     const stalled = request(`${page.url}events`);
     stalled.on('response', (res) => res.pause());

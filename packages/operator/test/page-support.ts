@@ -23,20 +23,16 @@ import { profile } from '@proxy-op/providertest/reference';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type PoolSpec, validatePoolSpec } from '../src/api/pool.js';
-import {
-  type AnyProviderModule,
-  MemoryStore,
-  Operator,
-  type OperatorOptions,
-  ProviderSet,
-  validateProxySpec,
-} from '../src/index.js';
-import { EventLog } from '../src/page/events.js';
+import { validateProxySpec } from '../src/api/proxy.js';
+import { DEFAULTS, type Settings } from '../src/defaults.js';
+import { Operator } from '../src/manager/operator.js';
 import { type StatusPage, startStatusPage } from '../src/page/server.js';
 import type { PageRole } from '../src/page/wire.js';
-import { PoolController } from '../src/pool/controller.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
+import type { AnyProviderModule } from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
 import { MemoryPoolStore } from '../src/store/pools.js';
+import { MemoryStore } from '../src/store/proxies.js';
 
 /** Debian's Chromium, which `.ci/run` installs. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -320,7 +316,7 @@ export interface FleetRig {
 export async function fleetRig(opts: {
   providers: Readonly<Record<string, string>>;
   probeMs?: number;
-  operator?: OperatorOptions;
+  settings?: Partial<Settings>;
   role?: PageRole;
 }): Promise<FleetRig> {
   const fleets = new Map(Object.entries(opts.providers).map(([n, base]) => [n, new Fleet(base)]));
@@ -338,34 +334,30 @@ export async function fleetRig(opts: {
   if (applied.problems.length > 0) throw new Error(applied.problems.join('\n'));
   const target = await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' });
   const store = new MemoryStore();
-  const events = new EventLog({ exists: (k) => store.get(k) !== undefined });
   const pools = new MemoryPoolStore(store);
-  const controller = new PoolController({ pools, proxies: store, providers });
-  const seen = events.wrap(controller.observe(store));
-  const operator = new Operator(
-    { store: seen, providers, probeTarget: target.target },
-    {
+  const page = await startStatusPage({
+    listen: '127.0.0.1:0',
+    role: () => opts.role ?? { store: 'memory', state: 'leading' },
+    settings: { ...DEFAULTS, statusPushMs: 200 },
+  });
+  const operator = new Operator({
+    store,
+    pools,
+    providers,
+    page,
+    probeTarget: target.target,
+    settings: {
       gcIntervalMs: 0,
       healthIntervalMs: 1000,
       backoffBaseMs: 50,
       probeIntervalMs: opts.probeMs ?? 300,
-      ...opts.operator,
-      probes: {
-        timeoutMs: 3000,
-        failureThreshold: 2,
-        startupTimeoutMs: 2000,
-        ...opts.operator?.probes,
-      },
+      probeTimeoutMs: 3000,
+      failureThreshold: 2,
+      startupTimeoutMs: 2000,
+      ...opts.settings,
     },
-  );
-  const page = await startStatusPage({
-    listen: '127.0.0.1:0',
-    role: () => opts.role ?? { store: 'memory', state: 'leading' },
-    source: { store: seen, providers, probes: operator.probes, events, pools },
-    pushMs: 200,
   });
   operator.start();
-  controller.start();
   return {
     store,
     operator,
@@ -397,7 +389,6 @@ export async function fleetRig(opts: {
     },
     async close() {
       await page.close();
-      await controller.stop();
       await operator.stop();
       await providers.close();
       await target.close();

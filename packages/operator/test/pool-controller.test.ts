@@ -1,12 +1,17 @@
 // Peer: the reference provider (@proxy-op/providertest's memory backend) under the operator's
 // reconciler, over the memory stores; the pool controller on top, as on a real installation.
 import { afterEach, describe, expect, it } from 'vitest';
-import { type PoolSpec, validatePoolSpec } from '../src/api/pool.js';
+import {
+  POOL_LABEL,
+  type PoolSpec,
+  TEMPLATE_HASH_LABEL,
+  validatePoolSpec,
+} from '../src/api/pool.js';
 import type { ProxyObject } from '../src/api/proxy.js';
-import { PoolController, type PoolControllerOptions } from '../src/pool/controller.js';
-import { Operator } from '../src/proxy/controller.js';
+import type { Settings } from '../src/defaults.js';
+import { Operator } from '../src/manager/operator.js';
 import { MemoryCredentialStore } from '../src/store/credentials.js';
-import { MemoryPoolStore, POOL_LABEL, TEMPLATE_HASH_LABEL } from '../src/store/pools.js';
+import { MemoryPoolStore } from '../src/store/pools.js';
 import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, testRegistry } from './support.js';
 
@@ -49,7 +54,7 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
 
-async function setup(scripted?: ScriptedBackend, tunables: PoolControllerOptions = {}) {
+async function setup(scripted?: ScriptedBackend, tunables: Partial<Settings> = {}) {
   const { registry } = testRegistry(scripted === undefined ? {} : { scripted });
   const providers = await providerSet(
     `providers:\n  - name: a\n    type: memory\n  - name: b\n    type: ${scripted === undefined ? 'memory' : 'scripted'}\n`,
@@ -58,17 +63,15 @@ async function setup(scripted?: ScriptedBackend, tunables: PoolControllerOptions
   const store = new MemoryStore();
   const credentials = new MemoryCredentialStore();
   const pools = new MemoryPoolStore(store);
-  const controller = new PoolController(
-    { pools, proxies: store, providers, credentials },
-    tunables,
-  );
-  const op = new Operator({ store: controller.observe(store), providers, credentials }, FAST);
-  op.start();
-  controller.start();
-  stops.push(async () => {
-    await controller.stop();
-    await op.stop();
+  const op = new Operator({
+    store,
+    pools,
+    providers,
+    credentials,
+    settings: { ...FAST, ...tunables },
   });
+  op.start();
+  stops.push(() => op.stop());
   const members = (): ProxyObject[] =>
     store.list().filter((p) => p.metadata.labels?.[POOL_LABEL] === 'web');
   const ready = (p: ProxyObject) =>

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FINALIZER } from '../src/index.js';
+import { FINALIZER } from '../src/api/proxy.js';
 import { cliWorkspace, spawnCli } from './cli-support.js';
 
 interface Vm {

@@ -19,8 +19,10 @@ import {
   startHttpEchoOrigin,
 } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { ProviderRegistry, ProviderSet, parseProvidersConfig } from '../src/index.js';
 import { KubeGateways } from '../src/kube/gateways.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
 import { CLI, requestViaGateway } from './cli-support.js';
 import {
   clientFor,
@@ -115,7 +117,7 @@ describeWithPeers(vitest, 'spec.gateway on Kubernetes', ['kubectl'], () => {
     if (!load.ok) throw new Error(load.problems.join('\n'));
     const providers = new ProviderSet();
     await providers.apply(load.config);
-    const gateways = new KubeGateways({ client, image: IMAGE, recheckMs: 100 });
+    const gateways = new KubeGateways({ client, image: IMAGE, gatewayRecheckMs: 100 });
     const running = await startPoolOperator(client, providers, { gateways });
     stopAll = async () => {
       await running.stop();

@@ -5,13 +5,11 @@ import { requestThroughProxy, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validatePoolSpec } from '../src/api/pool.js';
 import type { ProxyObject } from '../src/api/proxy.js';
-import { PoolController } from '../src/pool/controller.js';
 import { MemoryPoolStore } from '../src/store/pools.js';
 import { type ProbeRig, probeRig, proxyPids } from './probe-support.js';
 
 const KEY = 'default/web';
 let rig: ProbeRig | undefined;
-let controller: PoolController | undefined;
 let origin: Awaited<ReturnType<typeof startHttpEchoOrigin>> | undefined;
 const stopped = new Set<number>();
 
@@ -22,24 +20,20 @@ afterEach(async () => {
     } catch {}
   }
   stopped.clear();
-  await controller?.stop();
   await rig?.close();
   await new Promise((r) => (origin === undefined ? r(undefined) : origin.server.close(r)));
   rig = undefined;
-  controller = undefined;
 });
 
 async function setup(spec: Record<string, unknown>) {
   let pools: MemoryPoolStore | undefined;
   rig = await probeRig({
     addressRange: '127.0.74.0/24',
-    wrapStore: (store, providers, credentials) => {
+    pools: (store) => {
       pools = new MemoryPoolStore(store);
-      controller = new PoolController({ pools, proxies: store, providers, credentials });
-      return controller.observe(store);
+      return pools;
     },
   });
-  controller?.start();
   origin = await startHttpEchoOrigin();
   const v = validatePoolSpec({
     template: { spec: { provider: 'here', allowedSources: ['127.0.0.0/8'] } },

@@ -8,16 +8,14 @@ import { join } from 'node:path';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
 import { SpawnedPrograms } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  getCondition,
-  type KubeClient,
-  KubeStore,
-  Operator,
-  ProviderRegistry,
-  ProviderSet,
-  parseProvidersConfig,
-} from '../src/index.js';
+import { getCondition } from '../src/api/conditions.js';
+import type { KubeClient } from '../src/kube/client.js';
+import { KubeStore } from '../src/kube/store.js';
+import { Operator } from '../src/manager/operator.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
 import {
   call,
   clientFor,
@@ -55,18 +53,22 @@ beforeAll(async () => {
   await providers.apply(load.config);
   target = await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' });
   store = await KubeStore.start({ client, identity: 'test' });
-  operator = new Operator(
-    { store, providers, probeTarget: target.target },
-    {
+  operator = new Operator({
+    store,
+    providers,
+    probeTarget: target.target,
+    settings: {
       gcIntervalMs: 0,
       healthIntervalMs: 0,
       backoffBaseMs: 50,
       // No resync in this test: whatever is written is written because of a probe.
       readyResyncMs: 3_600_000,
       probeIntervalMs: 100,
-      probes: { timeoutMs: 400, failureThreshold: 2, startupTimeoutMs: 5_000 },
+      probeTimeoutMs: 400,
+      failureThreshold: 2,
+      startupTimeoutMs: 5_000,
     },
-  );
+  });
   operator.start();
 }, 60_000);
 

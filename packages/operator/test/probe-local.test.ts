@@ -3,7 +3,8 @@
 // loopback; the operator runs in process over a memory store. Faults are real too: a proxy
 // stopped with SIGSTOP, allowedSources that shut the operator out, the target closed.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPrometheusMetrics, getCondition } from '../src/index.js';
+import { getCondition } from '../src/api/conditions.js';
+import { createPrometheusMetrics } from '../src/process/telemetry.js';
 import { type ProbeRig, probeRig, proxyPids } from './probe-support.js';
 
 let rig: ProbeRig | undefined;
@@ -48,7 +49,7 @@ describe('probing the local provider’s real proxies', () => {
   }, 60_000);
 
   it('an operator that starts again keeps a Ready Proxy Ready, and writes nothing while its probes pass', async () => {
-    const r = await start({ operator: { readyResyncMs: 3_600_000 } });
+    const r = await start({ settings: { readyResyncMs: 3_600_000 } });
     r.apply('web');
     await r.until(() => status(r)?.phase === 'Ready');
     const before = status(r);
@@ -101,7 +102,7 @@ describe('probing the local provider’s real proxies', () => {
   }, 60_000);
 
   it('allowedSources that shut the operator out: ProbeFailed naming the 403 once the startup timeout ran out', async () => {
-    const r = await start({ operator: { probes: { startupTimeoutMs: 800 } } });
+    const r = await start({ settings: { startupTimeoutMs: 800 } });
     r.apply('web', { allowedSources: ['127.0.0.9/32'] });
     await r.until(
       () => status(r)?.phase === 'Provisioning' && cond(r, 'Ready')?.reason === 'ProbeStarting',
@@ -118,7 +119,7 @@ describe('probing the local provider’s real proxies', () => {
   }, 60_000);
 
   it('with spec.remediation, replaces a proxy whose probes keep failing after unhealthyTimeout', async () => {
-    const r = await start({ operator: { probes: { startupTimeoutMs: 30_000 } } });
+    const r = await start({ settings: { startupTimeoutMs: 30_000 } });
     r.apply('web', { remediation: { unhealthyTimeout: '300ms' } });
     await r.until(() => status(r)?.phase === 'Ready');
     const [pid] = proxyPids(r.stateDir);

@@ -4,15 +4,16 @@
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import type { ProbeResult } from '@proxy-op/probe';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryStore } from '../src/index.js';
+import { DEFAULTS } from '../src/defaults.js';
 import { entryOf, ProbeRecord } from '../src/probe/record.js';
 import { ProbeScheduler } from '../src/probe/scheduler.js';
 import { DEFAULT_PROBE_SETTINGS } from '../src/probe/settings.js';
 import { ProbeSlots } from '../src/probe/slots.js';
 import type { ConfiguredProvider } from '../src/providers/set.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { spec } from './support.js';
 
-const RULES = { startupTimeoutMs: 1_000, failureThreshold: 3, historySize: 20 };
+const RULES = { startupTimeoutMs: 1_000, failureThreshold: 3, probeHistory: 20 };
 
 function result(ok: boolean, totalMs = 10, egressIP = '127.0.0.5'): ProbeResult {
   return {
@@ -156,7 +157,7 @@ describe('the scheduler’s bounds', () => {
     }
     const scheduler = new ProbeScheduler(
       { store, target: instance.target, onChange: () => {} },
-      { intervalMs: 50, timeoutMs: 2_000, concurrency: 4 },
+      { ...DEFAULTS, probeIntervalMs: 50, probeTimeoutMs: 2_000, probeConcurrency: 4 },
     );
     const cp = { name: 'fake', probe: DEFAULT_PROBE_SETTINGS } as unknown as ConfiguredProvider;
     for (let i = 1; i <= 40; i++) {
@@ -190,9 +191,9 @@ describe('the slots', () => {
     let runs = 0;
     const release: Array<() => void> = [];
     const slots = new ProbeSlots({
-      concurrency: 4,
-      intervalMs: 60_000,
-      jitter: 0,
+      probeConcurrency: 4,
+      probeIntervalMs: 60_000,
+      probeJitter: 0,
       random: () => 0.5,
       run: async (key) => {
         runs++;

@@ -1,12 +1,13 @@
 // Peer: none (providers files in memory; the probe block's validation and meaning).
 import { describe, expect, it } from 'vitest';
-import { ProviderSet, parseProvidersConfig } from '../src/index.js';
 import {
   allowedUnhealthy,
   parseMaxUnhealthy,
   parseProbeSettings,
   settingsTarget,
 } from '../src/probe/settings.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { ProviderSet } from '../src/providers/set.js';
 import { ScriptedBackend, testRegistry } from './support.js';
 
 describe('a provider’s probe block', () => {

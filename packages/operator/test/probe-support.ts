@@ -9,19 +9,16 @@ import type { Meter } from '@opentelemetry/api';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
 import { SpawnedPrograms, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import {
-  MemoryStore,
-  Operator,
-  type OperatorOptions,
-  ProviderRegistry,
-  ProviderSet,
-  type ProxySpec,
-  type ProxyStore,
-  parseProvidersConfig,
-  validateProxySpec,
-} from '../src/index.js';
+import { type ProxySpec, validateProxySpec } from '../src/api/proxy.js';
+import type { Settings } from '../src/defaults.js';
+import { Operator } from '../src/manager/operator.js';
 import { type OwnProbeTarget, startProbeTarget } from '../src/probe/target.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
 import { MemoryCredentialStore } from '../src/store/credentials.js';
+import type { PoolStore } from '../src/store/pools.js';
+import { MemoryStore } from '../src/store/proxies.js';
 
 const spawned = new SpawnedPrograms(proxyServerPath());
 
@@ -66,19 +63,15 @@ export async function probeRig(
   opts: {
     probe?: string;
     addressRange?: string;
-    operator?: OperatorOptions;
+    settings?: Partial<Settings>;
     meter?: Meter;
     /** More of the local provider's block, as YAML flow text (`timeouts: {...}`). */
     local?: string;
     /** The provider type (default `local`) and the registry that knows it (a test's variant of local). */
     type?: string;
     registry?: ProviderRegistry;
-    /** The store as the operator is to write it (a pool controller's `observe`). */
-    wrapStore?: (
-      store: MemoryStore,
-      providers: ProviderSet,
-      credentials: MemoryCredentialStore,
-    ) => ProxyStore;
+    /** The ProxyPools the operator reconciles beside the Proxies. */
+    pools?: (store: MemoryStore) => PoolStore;
   } = {},
 ): Promise<ProbeRig> {
   const dir = await mkdtemp(join(tmpdir(), 'proxy-op-probe-rig-'));
@@ -100,24 +93,26 @@ export async function probeRig(
   const target = await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' });
   const store = new MemoryStore();
   const credentials = new MemoryCredentialStore();
-  const written = opts.wrapStore?.(store, providers, credentials) ?? store;
+  const pools = opts.pools?.(store);
   const make = () =>
-    new Operator(
-      { store: written, providers, probeTarget: target.target, meter: opts.meter, credentials },
-      {
+    new Operator({
+      store,
+      pools,
+      providers,
+      probeTarget: target.target,
+      meter: opts.meter,
+      credentials,
+      settings: {
         gcIntervalMs: 0,
         healthIntervalMs: 0,
         backoffBaseMs: 50,
         probeIntervalMs: 150,
-        ...opts.operator,
-        probes: {
-          timeoutMs: 500,
-          failureThreshold: 2,
-          startupTimeoutMs: 3_000,
-          ...opts.operator?.probes,
-        },
+        probeTimeoutMs: 500,
+        failureThreshold: 2,
+        startupTimeoutMs: 3_000,
+        ...opts.settings,
       },
-    );
+    });
   let operator = make();
   operator.start();
   const until = async (fn: () => boolean, ms = 30_000) => {

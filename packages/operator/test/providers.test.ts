@@ -4,19 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { profile as memoryProfile } from '@proxy-op/providertest/reference';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PROVIDER } from '../src/providers/default.js';
 import {
-  builtinProviders,
-  DEFAULT_PROVIDER,
-  FIRST_PARTY_PROVIDERS,
   fileStamp,
   loadProvidersFile,
-  localStateDir,
-  ProviderRegistry,
-  ProviderSet,
   parseProvidersConfig,
-  standaloneProviders,
   watchProvidersFile,
-} from '../src/index.js';
+} from '../src/providers/file.js';
+import {
+  builtinProviders,
+  FIRST_PARTY_PROVIDERS,
+  ProviderRegistry,
+} from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
+import { localStateDir, standaloneProviders } from '../src/standalone/providers.js';
 import { ScriptedBackend, testRegistry } from './support.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'proxy-op-providers-'));

@@ -1,6 +1,7 @@
 // Peer: none (the work queue with fake timers).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Backoff, TerminalError, WorkQueue } from '../src/index.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { Backoff, TerminalError, WorkQueue } from '../src/runtime/queue.js';
 
 function deferred() {
   let resolve!: () => void;
@@ -11,6 +12,12 @@ function deferred() {
 }
 
 const tick = () => vi.advanceTimersByTimeAsync(0);
+/** The operator's default backoff of failed reconciles. */
+const BACKOFF = {
+  baseMs: DEFAULTS.backoffBaseMs,
+  maxMs: DEFAULTS.backoffMaxMs,
+  jitter: DEFAULTS.backoffJitter,
+};
 
 describe('WorkQueue', () => {
   beforeEach(() => {
@@ -21,7 +28,7 @@ describe('WorkQueue', () => {
   });
 
   it('merges duplicates of a waiting key', async () => {
-    const q = new WorkQueue({ workers: 1 });
+    const q = new WorkQueue({ workers: 1, backoff: BACKOFF });
     const seen: string[] = [];
     q.add('a');
     q.add('a');
@@ -36,7 +43,7 @@ describe('WorkQueue', () => {
   });
 
   it('never runs one key twice at once, and runs it again once when added meanwhile', async () => {
-    const q = new WorkQueue({ workers: 3 });
+    const q = new WorkQueue({ workers: 3, backoff: BACKOFF });
     const gate = deferred();
     let running = 0;
     let maxRunning = 0;
@@ -63,8 +70,8 @@ describe('WorkQueue', () => {
     expect(maxRunning).toBe(1);
   });
 
-  it('runs up to N workers on different keys (default 3)', async () => {
-    const q = new WorkQueue();
+  it('runs up to N workers on different keys', async () => {
+    const q = new WorkQueue({ workers: 3, backoff: BACKOFF });
     const gate = deferred();
     let running = 0;
     let maxRunning = 0;
@@ -100,7 +107,7 @@ describe('WorkQueue', () => {
   });
 
   it('honours requeueAfter and keeps the earliest deadline', async () => {
-    const q = new WorkQueue({ workers: 1 });
+    const q = new WorkQueue({ workers: 1, backoff: BACKOFF });
     const times: number[] = [];
     q.start(async () => {
       times.push(Date.now());
@@ -116,7 +123,11 @@ describe('WorkQueue', () => {
 
   it('stops retrying after a terminal error', async () => {
     const errors: Array<number | undefined> = [];
-    const q = new WorkQueue({ workers: 1, onError: (_k, _e, ms) => errors.push(ms) });
+    const q = new WorkQueue({
+      workers: 1,
+      backoff: BACKOFF,
+      onError: (_k, _e, ms) => errors.push(ms),
+    });
     let runs = 0;
     q.start(async () => {
       runs++;
@@ -130,7 +141,7 @@ describe('WorkQueue', () => {
   });
 
   it('drains in-flight work on shutdown and takes nothing after', async () => {
-    const q = new WorkQueue({ workers: 1 });
+    const q = new WorkQueue({ workers: 1, backoff: BACKOFF });
     const gate = deferred();
     let done = 0;
     q.start(async () => {
@@ -171,7 +182,8 @@ describe('Backoff', () => {
   });
 
   it('rejects bad bounds', () => {
-    expect(() => new Backoff({ baseMs: 0 })).toThrow(RangeError);
-    expect(() => new Backoff({ baseMs: 10, maxMs: 5 })).toThrow(RangeError);
+    expect(() => new Backoff({ baseMs: 0, maxMs: 10, jitter: 0 })).toThrow(RangeError);
+    expect(() => new Backoff({ baseMs: 10, maxMs: 5, jitter: 0 })).toThrow(RangeError);
+    expect(() => new Backoff({ baseMs: 10, maxMs: 50, jitter: 1 })).toThrow(RangeError);
   });
 });

@@ -8,18 +8,15 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '@proxy-op/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import {
-  createLogger,
-  type KubeClient,
-  KubeStore,
-  LeaderElector,
-  Operator,
-  parseProvidersConfig,
-} from '../src/index.js';
+import type { KubeClient } from '../src/kube/client.js';
 import { SecretCredentialStore } from '../src/kube/credentials.js';
 import { KubeGateways } from '../src/kube/gateways.js';
+import { LeaderElector } from '../src/kube/leader.js';
 import { KubePoolStore } from '../src/kube/pools.js';
-import { PoolController } from '../src/pool/controller.js';
+import { KubeStore } from '../src/kube/store.js';
+import { Operator } from '../src/manager/operator.js';
+import { createLogger } from '../src/process/log.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
 import {
   call,
   clientFor,
@@ -148,10 +145,13 @@ async function operatorFor(n: number, logger: Logger, namespaceName?: string) {
     logger,
     signal: AbortSignal.timeout(8000),
   });
-  const operator = new Operator(
-    { store, providers: set, logger, credentials: new SecretCredentialStore(sa) },
-    { gcIntervalMs: 0, healthIntervalMs: 0, backoffBaseMs: 50, backoffMaxMs: 200 },
-  );
+  const operator = new Operator({
+    store,
+    providers: set,
+    logger,
+    credentials: new SecretCredentialStore(sa),
+    settings: { gcIntervalMs: 0, healthIntervalMs: 0, backoffBaseMs: 50, backoffMaxMs: 200 },
+  });
   return {
     store,
     operator,
@@ -309,10 +309,12 @@ providers:
       registry,
     );
     const store = await KubeStore.start({ client: sa, namespace: ns, logger });
-    const operator = new Operator(
-      { store, providers: set, logger },
-      { gcIntervalMs: 0, healthIntervalMs: 0, backoffBaseMs: 50, backoffMaxMs: 200 },
-    );
+    const operator = new Operator({
+      store,
+      providers: set,
+      logger,
+      settings: { gcIntervalMs: 0, healthIntervalMs: 0, backoffBaseMs: 50, backoffMaxMs: 200 },
+    });
     operator.start();
     try {
       await createProxy(
@@ -410,7 +412,6 @@ function poolScenario(
           (l.msg === 'pool reconcile failed' || l.msg === 'the ProxyPool informer failed') &&
           String(l.err).includes(what),
       );
-    let controller: PoolController | undefined;
     let operator: Operator | undefined;
     try {
       await until(
@@ -419,26 +420,22 @@ function poolScenario(
         'pool store or failure',
       );
       if (pools === undefined) return String(failed()?.err);
-      controller = new PoolController({
+      operator = new Operator({
+        store,
         pools,
-        proxies: store,
         providers: set,
-        credentials,
-        gateways: new KubeGateways({ client: sa, image: 'proxy-op:rbac', recheckMs: 100 }),
         logger,
-      });
-      operator = new Operator(
-        { store: controller.observe(store), providers: set, logger, credentials },
-        {
+        credentials,
+        gateways: new KubeGateways({ client: sa, image: 'proxy-op:rbac', gatewayRecheckMs: 100 }),
+        settings: {
           gcIntervalMs: 0,
           healthIntervalMs: 0,
           probeIntervalMs: 0,
           backoffBaseMs: 50,
           backoffMaxMs: 200,
         },
-      );
+      });
       operator.start();
-      controller.start();
       opts.before?.();
       const r = await call(
         server,
@@ -478,7 +475,6 @@ function poolScenario(
       }
       return failed() === undefined ? '' : String(failed()?.err);
     } finally {
-      await controller?.stop();
       await operator?.stop();
       await started;
       await pools?.close();

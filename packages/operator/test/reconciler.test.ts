@@ -1,20 +1,19 @@
 // Peer: seam fake (a scripted provider) and the reference in-memory provider, over the memory store.
 import { describe, expect, it } from 'vitest';
+import { getCondition } from '../src/api/conditions.js';
+import { instanceName } from '../src/api/naming.js';
+import { FINALIZER } from '../src/api/proxy.js';
 import { passwordFile } from '../src/credentials/credential.js';
-import {
-  FINALIZER,
-  getCondition,
-  instanceName,
-  MemoryCredentialStore,
-  MemoryStore,
-  parseProvidersConfig,
-  Reconciler,
-  renderCloudInit,
-  specHash,
-} from '../src/index.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { renderCloudInit, specHash } from '../src/proxy/cloudinit.js';
+import { Reconciler } from '../src/proxy/reconciler.js';
+import { MemoryCredentialStore } from '../src/store/credentials.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
 
 const OPTS = {
+  ...DEFAULTS,
   deletionPollMs: 11,
   provisioningPollMs: 22,
   readyResyncMs: 33,
@@ -309,7 +308,7 @@ describe('Reconciler with the reference provider', () => {
       registry,
     );
     const store = new MemoryStore();
-    const rec = new Reconciler({ store, providers });
+    const rec = new Reconciler({ store, providers }, DEFAULTS);
     store.apply(
       'default',
       'web',
@@ -329,7 +328,7 @@ describe('Reconciler with the reference provider', () => {
     const { registry } = testRegistry();
     const providers = await providerSet('providers:\n  - name: mem\n    type: memory\n', registry);
     const store = new MemoryStore();
-    const rec = new Reconciler({ store, providers });
+    const rec = new Reconciler({ store, providers }, DEFAULTS);
     store.apply(
       'default',
       'web',

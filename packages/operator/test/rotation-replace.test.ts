@@ -2,16 +2,15 @@
 // memory store, with the pass's clock in the test's hands: the make-before-break rotation step by
 // step, and cut at each step. (The same rotation through real proxies: auth-replace.test.ts.)
 import { describe, expect, it } from 'vitest';
-import {
-  getCondition,
-  instanceName,
-  MemoryCredentialStore,
-  MemoryStore,
-  Reconciler,
-} from '../src/index.js';
+import { getCondition } from '../src/api/conditions.js';
+import { instanceName } from '../src/api/naming.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { Reconciler } from '../src/proxy/reconciler.js';
+import { MemoryCredentialStore } from '../src/store/credentials.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
 
-const OPTS = { deletionPollMs: 11, provisioningPollMs: 22, readyResyncMs: 33_000 };
+const OPTS = { ...DEFAULTS, deletionPollMs: 11, provisioningPollMs: 22, readyResyncMs: 33_000 };
 const CONFIG = 'installation: site-1\nproviders:\n  - name: lab\n    type: scripted\n';
 const HOUR = 3_600_000;
 const FIRST = instanceName('default', 'web');

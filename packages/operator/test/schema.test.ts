@@ -5,7 +5,7 @@ import {
   proxySpecSchema,
   validateProxyManifest,
   validateProxySpec,
-} from '../src/index.js';
+} from '../src/api/proxy.js';
 
 const manifest = {
   apiVersion: 'proxy-op.io/v1alpha1',

@@ -3,7 +3,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FINALIZER, readStateFile, StandaloneStore } from '../src/index.js';
+import { FINALIZER } from '../src/api/proxy.js';
+import { readStateFile } from '../src/standalone/state-file.js';
+import { StandaloneStore } from '../src/standalone/store.js';
 
 const dirs: string[] = [];
 afterEach(async () => {

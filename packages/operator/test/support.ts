@@ -23,15 +23,11 @@ import {
   profile as memoryProfile,
   providerModule as memoryProviderModule,
 } from '@proxy-op/providertest/reference';
-import {
-  type AnyProviderModule,
-  MemoryStore,
-  ProviderRegistry,
-  ProviderSet,
-  type ProxySpec,
-  parseProvidersConfig,
-  validateProxySpec,
-} from '../src/index.js';
+import { type ProxySpec, validateProxySpec } from '../src/api/proxy.js';
+import { parseProvidersConfig } from '../src/providers/file.js';
+import { type AnyProviderModule, ProviderRegistry } from '../src/providers/registry.js';
+import { ProviderSet } from '../src/providers/set.js';
+import { MemoryStore } from '../src/store/proxies.js';
 
 /** One instance of the scripted backend. */
 export interface ScriptedVm {

@@ -1,7 +1,9 @@
 // Peer: none (the status view over a memory store, stdout captured).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MemoryStore, Operator, ProviderSet } from '../src/index.js';
+import { Operator } from '../src/manager/operator.js';
 import { startStatusView } from '../src/page/live-table.js';
+import { ProviderSet } from '../src/providers/set.js';
+import { MemoryStore } from '../src/store/proxies.js';
 import { spec } from './support.js';
 
 afterEach(() => {

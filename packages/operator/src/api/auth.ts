@@ -11,6 +11,9 @@ import { DURATION_PATTERN, formatDuration } from './duration.js';
 
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 
+/** The annotation whose every new value rotates a generated credential now. */
+export const ROTATE_ANNOTATION = 'proxy-op.io/rotate-credentials';
+
 /** `spec.auth`: how the proxy's clients authenticate. */
 export const authSchema = {
   type: 'object',

@@ -21,6 +21,15 @@ import {
 } from './proxy.js';
 import { parseQuantity, scaled } from './quantity.js';
 
+/** The label every Proxy of a pool carries: the pool's name. */
+export const POOL_LABEL = 'proxy-op.io/pool';
+/** The label of the template hash a Proxy was made from. */
+export const TEMPLATE_HASH_LABEL = 'proxy-op.io/template-hash';
+/** An annotation on a Proxy: the pool never remediates it. */
+export const SKIP_REMEDIATION_ANNOTATION = 'proxy-op.io/skip-remediation';
+/** An annotation on a Proxy: the pool replaces it now (whatever its health). */
+export const REMEDIATE_ANNOTATION = 'proxy-op.io/remediate';
+
 /** A count or a percentage (`3`, `"25%"`), as Kubernetes' IntOrString. */
 const intOrPercent = (description: string, dflt?: number | string) =>
   ({

@@ -8,11 +8,11 @@ import { parseArgs } from 'node:util';
 import { DEFAULTS } from '../defaults.js';
 import { table } from '../page/live-table.js';
 import { defaultProvidersConfig } from '../providers/default.js';
+import { loadProviders } from '../providers/read.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { ProviderSet } from '../providers/set.js';
 import { checkProvider } from '../proxy/health.js';
 import { formatDuration, parseDuration } from './args.js';
-import { loadProviders } from './providers.js';
 
 /** Runs `proxy-op check`; resolves with the exit code. */
 export async function check(argv: string[]): Promise<number> {

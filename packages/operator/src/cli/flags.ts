@@ -271,14 +271,14 @@ export const RUN_FLAGS = [
   {
     name: 'leader-election-namespace',
     value: 'NS',
-    doc: `\`$POD_NAMESPACE\`, the service account's, else \`${DEFAULTS.leaseNamespace}\``,
-    help: `the Lease's namespace (default $POD_NAMESPACE, the service\naccount's namespace, else ${DEFAULTS.leaseNamespace})`,
+    doc: `\`$POD_NAMESPACE\`, the service account's, else \`${DEFAULTS.leaderElectionNamespace}\``,
+    help: `the Lease's namespace (default $POD_NAMESPACE, the service\naccount's namespace, else ${DEFAULTS.leaderElectionNamespace})`,
     kubernetes: true,
   },
   {
     name: 'leader-election-id',
     value: 'NAME',
-    defaultKey: 'leaseName',
+    defaultKey: 'leaderElectionId',
     help: "the Lease's name (default {default})",
     kubernetes: true,
   },

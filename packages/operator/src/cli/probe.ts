@@ -13,12 +13,12 @@ import { DEFAULTS } from '../defaults.js';
 import { table } from '../page/live-table.js';
 import { settingsTarget } from '../probe/settings.js';
 import { startProbeTarget } from '../probe/target.js';
+import { readProviders } from '../providers/read.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { defaultStateFile, readStateFile } from '../standalone/state-file.js';
 import { proxyKey, splitKey } from '../store/proxies.js';
 import { formatDuration, parseDuration, UsageError } from './args.js';
 import { type CliCredential, fileCredential, secretCredential } from './credential.js';
-import { readProviders } from './providers.js';
 
 const HELP = `usage: proxy-op probe NAME [--namespace NS] [--standalone DIR [--state FILE]]
                       [--kubeconfig FILE] [--context NAME] [--providers FILE]

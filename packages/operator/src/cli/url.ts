@@ -7,8 +7,8 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { credentialsDir } from '../providers/default.js';
 import { FileCredentialStore } from '../standalone/credentials.js';
+import { credentialsDir } from '../standalone/providers.js';
 import { defaultStateFile } from '../standalone/state-file.js';
 import { UsageError } from './args.js';
 import { fileCredential, secretCredential } from './credential.js';

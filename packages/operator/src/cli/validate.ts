@@ -6,9 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { DEFAULT_PROVIDER } from '../providers/default.js';
+import { loadProviders } from '../providers/read.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { validateManifestsDir } from '../standalone/manifests.js';
-import { loadProviders } from './providers.js';
 
 /** Runs `proxy-op validate`; resolves with the exit code (1 when there is a problem). */
 export async function validate(argv: string[]): Promise<number> {

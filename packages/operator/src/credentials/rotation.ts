@@ -6,15 +6,13 @@
  * @module
  */
 
+import { ROTATE_ANNOTATION } from '../api/auth.js';
 import { durationMs } from '../api/duration.js';
 import type { ProxyObject } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
 import type { StatusDraft } from '../proxy/status-draft.js';
 import type { CredentialOwner, CredentialStore } from '../store/credentials.js';
 import type { CredentialRecord } from './credential.js';
-
-/** The annotation whose every new value rotates a generated credential now. */
-export const ROTATE_ANNOTATION = 'proxy-op.io/rotate-credentials';
 
 /** What the credential steps work with. */
 export interface AuthStepContext {

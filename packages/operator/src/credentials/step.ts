@@ -38,7 +38,7 @@ import {
 } from './rotation.js';
 import { type ReplaceDeps, syncByReplacing } from './successor.js';
 
-export { type AuthStepContext, ownerOf, ROTATE_ANNOTATION } from './rotation.js';
+export { type AuthStepContext, ownerOf } from './rotation.js';
 
 /** What the Proxy's proxy must require, as this pass resolved it. */
 export type ResolvedAuth =

@@ -35,8 +35,8 @@ export interface KubeGatewaysOptions {
   /** The image whose `proxy-op gateway` the Pods run (the operator's). */
   readonly image: string;
   readonly logger?: Logger | undefined;
-  /** How soon a gateway with no available Pod yet is looked at again (default 5000). */
-  readonly recheckMs?: number | undefined;
+  /** How soon a gateway with no available Pod yet is looked at again. */
+  readonly gatewayRecheckMs: number;
 }
 
 interface Raw {
@@ -254,7 +254,7 @@ export class KubeGateways implements PoolGateways {
       const t = setTimeout(() => {
         this.#timers.delete(key);
         for (const l of this.#listeners) l(key);
-      }, this.#o.recheckMs ?? 5000);
+      }, this.#o.gatewayRecheckMs);
       t.unref();
       this.#timers.set(key, t);
     }

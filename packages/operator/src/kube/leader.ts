@@ -98,7 +98,7 @@ export class LeaderElector {
   constructor(opts: LeaderElectionOptions) {
     this.#client = opts.client;
     this.#namespace = opts.namespace;
-    this.name = opts.name ?? DEFAULTS.leaseName;
+    this.name = opts.name ?? DEFAULTS.leaderElectionId;
     this.identity = opts.identity;
     this.#durationMs = opts.leaseDurationMs ?? LEADER_ELECTION_DEFAULTS.leaseDurationMs;
     this.#deadlineMs = opts.renewDeadlineMs ?? LEADER_ELECTION_DEFAULTS.renewDeadlineMs;

@@ -6,14 +6,13 @@
  *
  * @module
  */
-import { DEFAULTS } from '../defaults.js';
 import { type EventType, hookStore, type ProxyStore } from '../store/proxies.js';
 import type { PageEvent } from './wire.js';
 
 /** Options of {@link EventLog}. */
 export interface EventLogOptions {
-  /** Events kept per Proxy (default 20). */
-  readonly perProxy?: number | undefined;
+  /** Events kept per Proxy. */
+  readonly statusEventsPerProxy: number;
   /** Whether a Proxy still exists; the Events of one gone are dropped. */
   readonly exists?: ((key: string) => boolean) | undefined;
   /** The clock Events are stamped with. */
@@ -31,8 +30,8 @@ export class EventLog {
   readonly #events = new Map<string, PageEvent[]>();
   #newKeys = 0;
 
-  constructor(opts: EventLogOptions = {}) {
-    this.#perProxy = opts.perProxy ?? DEFAULTS.statusEventsPerProxy;
+  constructor(opts: EventLogOptions) {
+    this.#perProxy = opts.statusEventsPerProxy;
     this.#exists = opts.exists;
     this.#now = opts.now ?? (() => new Date());
   }

@@ -7,9 +7,8 @@
  * @module
  */
 import { getCondition } from '../api/conditions.js';
-import type { ProxyObject } from '../api/proxy.js';
+import type { Phase, ProxyObject } from '../api/proxy.js';
 import type { ProbeScheduler } from '../probe/scheduler.js';
-import type { Operator } from '../proxy/controller.js';
 import type { ProxyStore } from '../store/proxies.js';
 
 /** Lays out rows in columns two spaces apart. */
@@ -112,7 +111,7 @@ function splitProblem(p: string): { source: string; problem: string } {
 export function startStatusView(
   store: ProxyStore,
   output: 'table' | 'json',
-  operator: Operator,
+  operator: { readonly probes?: LatestProbes | undefined; phases(): Record<Phase, number> },
   pageUrl?: string,
 ): { stop(): void } {
   const last = new Map<string, string>();

@@ -14,7 +14,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '@proxy-op/contract';
 import type { ProxyObject } from '../api/proxy.js';
-import { DEFAULTS } from '../defaults.js';
+import type { Settings } from '../defaults.js';
 import { proxyKey } from '../store/proxies.js';
 import {
   poolViews,
@@ -26,15 +26,16 @@ import {
 import type { CollectionName, PageRole } from './wire.js';
 
 /** The hub's tunables, in milliseconds where a time. */
+/** The settings of the event stream (see `defaults.ts`). */
+export type StreamSettings = Pick<
+  Settings,
+  'statusPushMs' | 'statusHeartbeatMs' | 'statusClientBufferBytes' | 'statusMaxViewers'
+>;
+
+/** What the stream is built with. */
 export interface StreamOptions {
-  /** How often changes are pushed (default 500). */
-  readonly pushMs?: number | undefined;
-  /** How often a quiet stream carries a comment (default 15000). */
-  readonly heartbeatMs?: number | undefined;
-  /** Unread bytes past which a viewer is disconnected (default 4 MiB). */
-  readonly bufferBytes?: number | undefined;
-  /** Viewers at once (default 64). */
-  readonly maxViewers?: number | undefined;
+  /** How often changes are pushed, when a quiet stream carries a comment, the unread bytes past which a viewer is cut off, viewers at once. */
+  readonly settings: StreamSettings;
   /** Where a viewer cut off is logged. */
   readonly logger: Logger;
 }
@@ -83,10 +84,10 @@ export class StatusStream {
   constructor(role: () => PageRole, source: StatusPageSource | undefined, o: StreamOptions) {
     this.#role = role;
     this.#source = source;
-    this.#pushMs = o.pushMs ?? DEFAULTS.statusPushMs;
-    this.#heartbeatMs = o.heartbeatMs ?? DEFAULTS.statusHeartbeatMs;
-    this.#bufferBytes = o.bufferBytes ?? DEFAULTS.statusClientBufferBytes;
-    this.#maxViewers = o.maxViewers ?? DEFAULTS.statusMaxViewers;
+    this.#pushMs = o.settings.statusPushMs;
+    this.#heartbeatMs = o.settings.statusHeartbeatMs;
+    this.#bufferBytes = o.settings.statusClientBufferBytes;
+    this.#maxViewers = o.settings.statusMaxViewers;
     this.#log = o.logger;
   }
 

@@ -11,20 +11,15 @@ import { createHash, randomInt } from 'node:crypto';
 import { type Logger, silentLogger } from '@proxy-op/contract';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolEndpoint, PoolObject } from '../api/pool.js';
+import { POOL_LABEL, REMEDIATE_ANNOTATION, TEMPLATE_HASH_LABEL } from '../api/pool.js';
 import type { ProxyObject } from '../api/proxy.js';
 import { credentialUrl } from '../credentials/credential.js';
+import type { Settings } from '../defaults.js';
 import type { ProviderSet } from '../providers/set.js';
 import { messageOf } from '../runtime/message.js';
 import { WorkQueue } from '../runtime/queue.js';
 import type { CredentialStore } from '../store/credentials.js';
-import {
-  POOL_LABEL,
-  type PoolStore,
-  type PublishedEndpoints,
-  type PublishedUpstream,
-  REMEDIATE_ANNOTATION,
-  TEMPLATE_HASH_LABEL,
-} from '../store/pools.js';
+import type { PoolStore, PublishedEndpoints, PublishedUpstream } from '../store/pools.js';
 import { hookStore, type ProxyStore, proxyKey } from '../store/proxies.js';
 import { gatewayPlan, type PoolGateways } from './gateway.js';
 import { memberOf, poolView } from './member.js';
@@ -50,15 +45,17 @@ export interface PoolControllerDeps {
   readonly now?: (() => Date) | undefined;
 }
 
-/** The controller's tunables. */
-export interface PoolControllerOptions {
-  /** Concurrent pool reconciles (default 2). */
-  readonly workers?: number | undefined;
-  /** First remediation backoff, doubled per replacement in a row (default 10000). */
-  readonly remediationBackoffBaseMs?: number | undefined;
-  /** Longest remediation backoff (default 300000). */
-  readonly remediationBackoffMaxMs?: number | undefined;
-}
+/** The settings the controller uses (see the package README). */
+export type PoolControllerSettings = Pick<
+  Settings,
+  | 'poolWorkers'
+  | 'backoffBaseMs'
+  | 'backoffMaxMs'
+  | 'backoffJitter'
+  | 'remediationBackoffBaseMs'
+  | 'remediationBackoffMaxMs'
+  | 'refusalMemoryMs'
+>;
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 
@@ -86,15 +83,12 @@ function ownerKey(p: ProxyObject): string | undefined {
   return o === undefined ? undefined : proxyKey(p.metadata.namespace, o.name);
 }
 
-/** How long a provider that latched a pool's Proxy takes none of its new ones: 5 minutes. */
-export const REFUSAL_MEMORY_MS = 5 * 60_000;
-
 /** Runs the pools: watches them and their Proxies, reconciles each on a change. */
 export class PoolController {
   /** The work queue of pool keys. */
   readonly queue: WorkQueue;
   readonly #deps: PoolControllerDeps;
-  readonly #opts: PoolControllerOptions;
+  readonly #opts: PoolControllerSettings;
   readonly #log: Logger;
   readonly #now: () => Date;
   /**
@@ -105,19 +99,24 @@ export class PoolController {
   readonly #urls = new Map<string, { readonly from: string; readonly url: string }>();
   /**
    * Providers that latched a Proxy of a pool (`pool key \0 provider`), kept
-   * for {@link REFUSAL_MEMORY_MS} after the latched Proxy was replaced, so
+   * for `refusalMemoryMs` after the latched Proxy was replaced, so
    * its replacement and the next ones are not sent back to them at once.
    */
   readonly #refused = new Map<string, { readonly message: string; readonly until: number }>();
   #unwatch: Array<() => void> = [];
 
-  constructor(deps: PoolControllerDeps, opts: PoolControllerOptions = {}) {
+  constructor(deps: PoolControllerDeps, settings: PoolControllerSettings) {
     this.#deps = deps;
-    this.#opts = opts;
+    this.#opts = settings;
     this.#log = deps.logger ?? silentLogger;
     this.#now = deps.now ?? (() => new Date());
     this.queue = new WorkQueue({
-      workers: opts.workers ?? 2,
+      workers: settings.poolWorkers,
+      backoff: {
+        baseMs: settings.backoffBaseMs,
+        maxMs: settings.backoffMaxMs,
+        jitter: settings.backoffJitter,
+      },
       onError: (key, err, retryInMs) =>
         this.#log.warn({ pool: key, err: messageOf(err), retryInMs }, 'pool reconcile failed'),
     });
@@ -204,8 +203,8 @@ export class PoolController {
       draining,
       failing,
       now,
-      backoffBaseMs: this.#opts.remediationBackoffBaseMs ?? 10_000,
-      backoffMaxMs: this.#opts.remediationBackoffMaxMs ?? 300_000,
+      backoffBaseMs: this.#opts.remediationBackoffBaseMs,
+      backoffMaxMs: this.#opts.remediationBackoffMaxMs,
     });
     // The status (drains recorded) and the endpoint list go first, then the deletions:
     // a Proxy is out of every list before it is drained and deleted.
@@ -288,7 +287,7 @@ export class PoolController {
       const at = `${key}\0${provider}`;
       if (latched !== undefined) {
         const message = `provider ${provider} refused Proxy ${latched.metadata.name} permanently`;
-        this.#refused.set(at, { message, until: now + REFUSAL_MEMORY_MS });
+        this.#refused.set(at, { message, until: now + this.#opts.refusalMemoryMs });
         out.set(provider, message);
         continue;
       }

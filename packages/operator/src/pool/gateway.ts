@@ -12,6 +12,7 @@
 import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
 import { realmOf } from '../credentials/credential.js';
+import { DEFAULTS } from '../defaults.js';
 
 /** What a pool's gateway is to be. */
 export interface GatewayPlan {
@@ -44,14 +45,14 @@ export function gatewayPlan(pool: PoolObject): GatewayPlan | undefined {
     namespace: pool.metadata.namespace,
     pool: pool.metadata.name,
     uid: pool.metadata.uid,
-    address: g.address ?? '127.0.0.1',
-    port: g.port ?? 3128,
-    replicas: g.replicas ?? 1,
+    address: g.address,
+    port: g.port,
+    replicas: g.replicas,
     allowedSources: g.allowedSources ?? pool.spec.template.spec.allowedSources,
-    session: g.session ?? 'none',
-    sessionHeader: g.sessionHeader ?? 'X-Proxy-Op-Session',
-    auth: g.auth?.type ?? 'basic',
-    drainSeconds: pool.spec.rotation?.drainSeconds ?? 30,
+    session: g.session,
+    sessionHeader: g.sessionHeader,
+    auth: g.auth.type,
+    drainSeconds: pool.spec.rotation?.drainSeconds ?? DEFAULTS.gatewayDrainMs / 1000,
   };
 }
 

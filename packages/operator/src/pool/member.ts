@@ -5,12 +5,13 @@
  *
  * @module
  */
-import type { ProxyObject, ProxyStatus } from '../api/proxy.js';
+
 import {
   REMEDIATE_ANNOTATION,
   SKIP_REMEDIATION_ANNOTATION,
   TEMPLATE_HASH_LABEL,
-} from '../store/pools.js';
+} from '../api/pool.js';
+import type { ProxyObject, ProxyStatus } from '../api/proxy.js';
 import type { Member } from './plan.js';
 
 /** What of a Proxy's status a pool counts, as one string to compare. */

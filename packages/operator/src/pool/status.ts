@@ -9,8 +9,8 @@
  */
 import { setCondition } from '../api/conditions.js';
 import type { PoolEndpoint, PoolObject, PoolStatus } from '../api/pool.js';
+import { POOL_LABEL } from '../api/pool.js';
 import type { ProxyObject } from '../api/proxy.js';
-import { POOL_LABEL } from '../store/pools.js';
 import type { Plan } from './plan.js';
 import type { ResolvedPoolSpec } from './resolve.js';
 

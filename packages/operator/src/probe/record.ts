@@ -78,7 +78,7 @@ export interface ProbeSeed {
 export interface VerdictRules {
   readonly startupTimeoutMs: number;
   readonly failureThreshold: number;
-  readonly historySize: number;
+  readonly probeHistory: number;
 }
 
 /** The condensed entry of a result. */
@@ -179,7 +179,7 @@ export class ProbeRecord {
     rules: VerdictRules,
   ): { from: Verdict; to: Verdict } | undefined {
     this.history.push(entry);
-    while (this.history.length > rules.historySize) this.history.shift();
+    while (this.history.length > rules.probeHistory) this.history.shift();
     const from = this.verdict;
     if (entry.ok) {
       this.failures = 0;

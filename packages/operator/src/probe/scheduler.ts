@@ -17,7 +17,6 @@ import { type Logger, silentLogger } from '@proxy-op/contract';
 import { ProbeAbortedError, type ProbeCredentials, type ProbeResult, probe } from '@proxy-op/probe';
 import { durationMs } from '../api/duration.js';
 import type { ProbeStatus } from '../api/proxy.js';
-import { DEFAULTS } from '../defaults.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import { ProbeInstruments } from './instruments.js';
 import {
@@ -31,9 +30,9 @@ import {
 import { type ShortCircuit, ShortCircuits } from './remediation.js';
 import { DEFAULT_PROBE_SETTINGS, settingsTarget } from './settings.js';
 import { ProbeSlots } from './slots.js';
-import type { ProbeSchedulerDeps, ProbeSchedulerOptions, RunningInstance } from './types.js';
+import type { ProbeSchedulerDeps, ProbeSchedulerSettings, RunningInstance } from './types.js';
 
-export type { ProbeSchedulerDeps, ProbeSchedulerOptions, RunningInstance } from './types.js';
+export type { ProbeSchedulerDeps, ProbeSchedulerSettings, RunningInstance } from './types.js';
 
 /** What the reconciler makes of a Proxy's data plane. */
 export type DataPlaneView =
@@ -57,7 +56,7 @@ export class ProbeScheduler {
   readonly #deps: ProbeSchedulerDeps;
   readonly #log: Logger;
   readonly #now: () => Date;
-  readonly #opts: Required<{ [K in keyof ProbeSchedulerOptions]: number }>;
+  readonly #opts: ProbeSchedulerSettings;
   readonly #records = new Map<string, ProbeRecord>();
   readonly #parents = new Map<string, Context>();
   readonly #settings = new Map<string, ConfiguredProvider['probe']>();
@@ -67,24 +66,15 @@ export class ProbeScheduler {
   readonly #instruments: ProbeInstruments;
   #probes = 0;
 
-  constructor(deps: ProbeSchedulerDeps, opts: ProbeSchedulerOptions = {}) {
+  constructor(deps: ProbeSchedulerDeps, settings: ProbeSchedulerSettings) {
     this.#deps = deps;
     this.#log = deps.logger ?? silentLogger;
     this.#now = deps.now ?? (() => new Date());
-    this.#opts = {
-      intervalMs: opts.intervalMs ?? DEFAULTS.probeIntervalMs,
-      jitter: opts.jitter ?? DEFAULTS.probeJitter,
-      timeoutMs: opts.timeoutMs ?? DEFAULTS.probeTimeoutMs,
-      concurrency: opts.concurrency ?? DEFAULTS.probeConcurrency,
-      startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
-      failureThreshold: opts.failureThreshold ?? DEFAULTS.failureThreshold,
-      statusRefreshMs: opts.statusRefreshMs ?? DEFAULTS.probeStatusRefreshMs,
-      historySize: opts.historySize ?? DEFAULTS.probeHistory,
-    };
+    this.#opts = settings;
     this.#slots = new ProbeSlots({
-      concurrency: this.#opts.concurrency,
-      intervalMs: this.#opts.intervalMs,
-      jitter: this.#opts.jitter,
+      probeConcurrency: settings.probeConcurrency,
+      probeIntervalMs: settings.probeIntervalMs,
+      probeJitter: settings.probeJitter,
       random: deps.random ?? Math.random,
       run: (key) => this.#run(key),
     });
@@ -172,7 +162,7 @@ export class ProbeScheduler {
       probing: true,
       verdict: rec.verdict,
       message,
-      status: rec.published(now, this.#opts.statusRefreshMs),
+      status: rec.published(now, this.#opts.probeStatusRefreshMs),
       egressIP: rec.egressIP,
       remediation:
         rec.instance.remediationMs === undefined
@@ -199,7 +189,7 @@ export class ProbeScheduler {
     if (!cp.probe.enabled || target === undefined) return true;
     try {
       const r = await probe(running.endpoint, target, {
-        timeoutMs: this.#opts.timeoutMs,
+        timeoutMs: this.#opts.probeTimeoutMs,
         signal: this.#abort.signal,
         credentials,
       });
@@ -295,7 +285,7 @@ export class ProbeScheduler {
       this.#probes++;
       try {
         return await probe(instance.endpoint, instance.target, {
-          timeoutMs: this.#opts.timeoutMs,
+          timeoutMs: this.#opts.probeTimeoutMs,
           signal: this.#abort.signal,
           credentials: instance.running.credentials,
         });

@@ -17,10 +17,10 @@ type Slot = 'idle' | 'queued' | 'running' | 'forgotten' | 'again';
 
 /** What {@link ProbeSlots} is built with. */
 export interface ProbeSlotsOptions {
-  readonly concurrency: number;
-  readonly intervalMs: number;
+  readonly probeConcurrency: number;
+  readonly probeIntervalMs: number;
   /** A fraction of the interval, spread both ways. */
-  readonly jitter: number;
+  readonly probeJitter: number;
   readonly random: () => number;
   /** Runs one probe of `key`; the next is scheduled when it settles. */
   readonly run: (key: string) => Promise<void>;
@@ -37,8 +37,8 @@ export class ProbeSlots {
   #stopped = false;
 
   constructor(opts: ProbeSlotsOptions) {
-    if (!(opts.intervalMs > 0) || !(opts.concurrency >= 1)) {
-      throw new RangeError('ProbeSlots: need intervalMs > 0 and concurrency >= 1');
+    if (!(opts.probeIntervalMs > 0) || !(opts.probeConcurrency >= 1)) {
+      throw new RangeError('ProbeSlots: need probeIntervalMs > 0 and probeConcurrency >= 1');
     }
     this.#opts = opts;
   }
@@ -84,7 +84,7 @@ export class ProbeSlots {
   }
 
   #pump(): void {
-    while (this.#inFlight.size < this.#opts.concurrency && this.#waiting.length > 0) {
+    while (this.#inFlight.size < this.#opts.probeConcurrency && this.#waiting.length > 0) {
       const key = this.#waiting.shift() as string;
       if (this.#slots.get(key) !== 'queued') continue;
       this.#slots.set(key, 'running');
@@ -110,10 +110,10 @@ export class ProbeSlots {
 
   #later(key: string): void {
     if (this.#stopped) return;
-    const { intervalMs, jitter, random } = this.#opts;
+    const { probeIntervalMs, probeJitter, random } = this.#opts;
     const t = setTimeout(
       () => this.now(key),
-      Math.round(intervalMs * (1 + jitter * (random() * 2 - 1))),
+      Math.round(probeIntervalMs * (1 + probeJitter * (random() * 2 - 1))),
     );
     t.unref?.();
     this.#timers.set(key, t);

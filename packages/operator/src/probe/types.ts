@@ -7,27 +7,21 @@
 import type { Meter, Tracer } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
 import type { ProbeCredentials, ProbeTargetSpec } from '@proxy-op/probe';
+import type { Settings } from '../defaults.js';
 import type { ProxyStore } from '../store/proxies.js';
 
-/** The scheduler's tunables, in milliseconds where a time. */
-export interface ProbeSchedulerOptions {
-  /** Probe interval (default 30000). */
-  readonly intervalMs?: number | undefined;
-  /** Jitter of the interval as a fraction, both ways (default 0.1). */
-  readonly jitter?: number | undefined;
-  /** One probe's deadline (default 10000). */
-  readonly timeoutMs?: number | undefined;
-  /** Probes in flight at once (default 16). */
-  readonly concurrency?: number | undefined;
-  /** A new instance's time to pass its first probe (default 600000). */
-  readonly startupTimeoutMs?: number | undefined;
-  /** Failures in a row that make a passing proxy fail (default 3). */
-  readonly failureThreshold?: number | undefined;
-  /** `status.probe`'s figures are published again at most this often (default 600000). */
-  readonly statusRefreshMs?: number | undefined;
-  /** Results kept per Proxy (default 20). */
-  readonly historySize?: number | undefined;
-}
+/** The settings the scheduler uses (see the package README's flag table). */
+export type ProbeSchedulerSettings = Pick<
+  Settings,
+  | 'probeIntervalMs'
+  | 'probeJitter'
+  | 'probeTimeoutMs'
+  | 'probeConcurrency'
+  | 'startupTimeoutMs'
+  | 'failureThreshold'
+  | 'probeStatusRefreshMs'
+  | 'probeHistory'
+>;
 
 /** What the scheduler is built with. */
 export interface ProbeSchedulerDeps {

@@ -4,19 +4,20 @@
  * @module
  */
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { DEFAULTS } from '../defaults.js';
+import type { Settings } from '../defaults.js';
 import type { ConfiguredProvider, ProviderSet } from '../providers/set.js';
 import { withDeadline } from '../runtime/deadline.js';
 import type { ProxyStore } from '../store/proxies.js';
 
-/** Options of a GC pass. */
-export interface GcOptions {
-  /** Instances younger than this (ms) are left alone: a Create may be in flight (default 600000). */
-  readonly minAgeMs?: number | undefined;
-  /** Report what would be deleted, delete nothing (default false). */
-  readonly dryRun?: boolean | undefined;
-  /** Deadline of each provider call in ms (default 120000). */
-  readonly callTimeoutMs?: number | undefined;
+/** The settings a GC pass uses (see the package README's flag table). */
+export type GcSettings = Pick<Settings, 'gcMinAgeMs' | 'gcDryRun' | 'callTimeoutMs'>;
+
+/** What a GC pass runs with besides its settings. */
+export interface GcRun {
+  /** Where deletions are logged; silent when omitted. */
+  readonly logger?: Logger | undefined;
+  /** The time the pass judges ages against; now when omitted. */
+  readonly now?: Date | undefined;
   /** Ends the pass: the call in flight is aborted and nothing more is deleted (the operator's stop). */
   readonly signal?: AbortSignal | undefined;
 }
@@ -60,13 +61,14 @@ export async function collectGarbage(
   cp: ConfiguredProvider,
   store: ProxyStore,
   installation: string,
-  opts: GcOptions & { logger?: Logger | undefined; now?: Date | undefined } = {},
+  settings: GcSettings,
+  run: GcRun = {},
 ): Promise<GcReport> {
-  const log = (opts.logger ?? silentLogger).child({ provider: cp.name, gc: true });
-  const minAge = opts.minAgeMs ?? DEFAULTS.gcMinAgeMs;
-  const now = (opts.now ?? new Date()).getTime();
-  const timeout = opts.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
-  const stop = opts.signal;
+  const log = (run.logger ?? silentLogger).child({ provider: cp.name, gc: true });
+  const minAge = settings.gcMinAgeMs;
+  const now = (run.now ?? new Date()).getTime();
+  const timeout = settings.callTimeoutMs;
+  const stop = run.signal;
   const errors: string[] = [];
   const deleted: GcDeletion[] = [];
   let instances: Awaited<ReturnType<typeof cp.provider.listByTag>>;
@@ -101,9 +103,9 @@ export async function collectGarbage(
       id: inst.id,
       uid: inst.uid,
       createdAt: inst.createdAt.toISOString(),
-      dryRun: opts.dryRun === true,
+      dryRun: settings.gcDryRun,
     };
-    if (opts.dryRun === true) {
+    if (settings.gcDryRun) {
       log.info({ ...d }, 'GC dry run: would delete orphaned instance');
       deleted.push(d);
       continue;
@@ -128,11 +130,12 @@ export async function collectGarbage(
 export async function collectAll(
   providers: ProviderSet,
   store: ProxyStore,
-  opts: GcOptions & { logger?: Logger | undefined; now?: Date | undefined } = {},
+  settings: GcSettings,
+  run: GcRun = {},
 ): Promise<GcReport[]> {
   const out: GcReport[] = [];
   for (const cp of providers.list()) {
-    out.push(await collectGarbage(cp, store, providers.installation, opts));
+    out.push(await collectGarbage(cp, store, providers.installation, settings, run));
   }
   return out;
 }

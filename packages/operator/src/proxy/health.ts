@@ -7,8 +7,9 @@
  */
 import type { TargetResult } from '@proxy-op/contract';
 import type { ProviderHealth, TargetHealth } from '../api/proxy.js';
-import type { ConfiguredProvider } from '../providers/set.js';
+import type { ConfiguredProvider, ProviderSet } from '../providers/set.js';
 import { withDeadline } from '../runtime/deadline.js';
+import type { ProxyStore } from '../store/proxies.js';
 
 /**
  * Builds the ProviderHealth for one check round. `previous` is the last one
@@ -74,4 +75,29 @@ export async function checkProvider(
       },
     ];
   }
+}
+
+/**
+ * One health round: every provider with a Checker, concurrently, each
+ * answer written as its ProviderHealth. A round `signal` ends writes
+ * nothing more.
+ */
+export async function healthRound(
+  providers: ProviderSet,
+  store: ProxyStore,
+  checkTimeoutMs: number,
+  now: () => Date,
+  signal: AbortSignal,
+): Promise<ProviderHealth[]> {
+  const previous = new Map(store.listHealth().map((h) => [h.name, h]));
+  const out = await Promise.all(
+    providers.list().map(async (cp) => {
+      const results = await checkProvider(cp, checkTimeoutMs, signal);
+      if (results === undefined || signal.aborted) return undefined;
+      const health = toProviderHealth(cp.name, cp.type, results, previous.get(cp.name), now());
+      await store.writeHealth(health);
+      return health;
+    }),
+  );
+  return out.filter((h): h is ProviderHealth => h !== undefined);
 }

@@ -8,17 +8,14 @@
  *
  * @module
  */
-import { isNotFound, type Logger } from '@proxy-op/contract';
-import type { ProbeCredentials } from '@proxy-op/probe';
+import { isNotFound } from '@proxy-op/contract';
 import { getCondition } from '../api/conditions.js';
-import type { ProxyObject, ProxyStatus } from '../api/proxy.js';
+import type { ProxyStatus } from '../api/proxy.js';
 import type { ProbeSeed } from '../probe/record.js';
-import type { DataPlaneView, ProbeScheduler, RunningInstance } from '../probe/scheduler.js';
+import type { DataPlaneView, RunningInstance } from '../probe/scheduler.js';
 import { applyDataPlane } from '../probe/status.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import type { ReconcileResult } from '../runtime/queue.js';
-import type { EventType } from '../store/proxies.js';
-import type { StatusDraft } from './status-draft.js';
 import type { StepContext } from './step.js';
 
 const PROBING_OFF: DataPlaneView = {

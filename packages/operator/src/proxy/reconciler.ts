@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { isSpanContextValid, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { errorClassOf, type Logger, silentLogger } from '@proxy-op/contract';
-import { DEFAULTS } from '../defaults.js';
+import type { Settings } from '../defaults.js';
 import type { ProviderSet } from '../providers/set.js';
 import { withDeadline } from '../runtime/deadline.js';
 import { messageOf } from '../runtime/message.js';
@@ -18,21 +18,17 @@ import type { ProxyStore } from '../store/proxies.js';
 import { ReconcilePass } from './pass.js';
 import type { DataPlane, PassEnv } from './step.js';
 
-/** Timings of the reconciler, in milliseconds. */
-export interface ReconcilerOptions {
-  /** How often a `returns-early` deletion is polled with Get (default 5000). */
-  readonly deletionPollMs?: number | undefined;
-  /** How often a provisioning instance is polled (default 10000). */
-  readonly provisioningPollMs?: number | undefined;
-  /** How often a Ready Proxy is checked again (default 300000). */
-  readonly readyResyncMs?: number | undefined;
-  /** The first retry after QuotaExceeded (default 60000). */
-  readonly quotaBackoffBaseMs?: number | undefined;
-  /** The longest wait after QuotaExceeded (default 900000). */
-  readonly quotaBackoffMaxMs?: number | undefined;
-  /** The deadline of each provider call (default 120000). */
-  readonly callTimeoutMs?: number | undefined;
-}
+/** The settings the reconciler uses (see the package README's flag table). */
+export type ReconcilerSettings = Pick<
+  Settings,
+  | 'deletionPollMs'
+  | 'provisioningPollMs'
+  | 'readyResyncMs'
+  | 'quotaBackoffBaseMs'
+  | 'quotaBackoffMaxMs'
+  | 'backoffJitter'
+  | 'callTimeoutMs'
+>;
 
 /** What the reconciler is built with. */
 export interface ReconcilerDeps {
@@ -78,25 +74,26 @@ export class Reconciler {
   readonly #quota: Backoff;
   readonly #env: PassEnv;
 
-  constructor(deps: ReconcilerDeps, opts: ReconcilerOptions = {}) {
+  constructor(deps: ReconcilerDeps, settings: ReconcilerSettings) {
     this.#store = deps.store;
     this.#log = deps.logger ?? silentLogger;
     this.#tracer = deps.tracer ?? trace.getTracer('@proxy-op/operator');
     this.#now = deps.now ?? (() => new Date());
     this.#quota = new Backoff({
-      baseMs: opts.quotaBackoffBaseMs ?? DEFAULTS.quotaBackoffBaseMs,
-      maxMs: opts.quotaBackoffMaxMs ?? DEFAULTS.quotaBackoffMaxMs,
+      baseMs: settings.quotaBackoffBaseMs,
+      maxMs: settings.quotaBackoffMaxMs,
+      jitter: settings.backoffJitter,
       ...(deps.random ? { random: deps.random } : {}),
     });
-    const callTimeoutMs = opts.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
+    const callTimeoutMs = settings.callTimeoutMs;
     const signal = deps.signal;
     this.#env = {
       store: deps.store,
       providers: deps.providers,
       quota: this.#quota,
-      deletionPollMs: opts.deletionPollMs ?? DEFAULTS.deletionPollMs,
-      provisioningPollMs: opts.provisioningPollMs ?? DEFAULTS.provisioningPollMs,
-      readyResyncMs: opts.readyResyncMs ?? DEFAULTS.readyResyncMs,
+      deletionPollMs: settings.deletionPollMs,
+      provisioningPollMs: settings.provisioningPollMs,
+      readyResyncMs: settings.readyResyncMs,
       probes: deps.probes,
       credentials: deps.credentials ?? new MemoryCredentialStore(),
       call: (fn) => withDeadline(callTimeoutMs, signal, fn),

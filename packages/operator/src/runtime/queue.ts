@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { DEFAULTS } from '../defaults.js';
 
 /** What a reconcile asks of the queue when it succeeds. */
 export interface ReconcileResult {
@@ -30,12 +29,12 @@ export class TerminalError extends Error {
 
 /** Backoff bounds of the per-key rate limiter. */
 export interface BackoffOptions {
-  /** The first retry's delay in ms (default 1000). */
-  readonly baseMs?: number | undefined;
-  /** The longest delay in ms (default 300000). */
-  readonly maxMs?: number | undefined;
-  /** Jitter as a fraction of the delay, spread both ways (default 0.1). */
-  readonly jitter?: number | undefined;
+  /** The first retry's delay in ms. */
+  readonly baseMs: number;
+  /** The longest delay in ms. */
+  readonly maxMs: number;
+  /** Jitter as a fraction of the delay, spread both ways. */
+  readonly jitter: number;
   /** Random source in [0, 1), for tests. */
   readonly random?: () => number;
 }
@@ -52,10 +51,10 @@ export class Backoff {
   readonly #jitter: number;
   readonly #random: () => number;
 
-  constructor(opts: BackoffOptions = {}) {
-    this.#base = opts.baseMs ?? DEFAULTS.backoffBaseMs;
-    this.#max = opts.maxMs ?? DEFAULTS.backoffMaxMs;
-    this.#jitter = opts.jitter ?? DEFAULTS.backoffJitter;
+  constructor(opts: BackoffOptions) {
+    this.#base = opts.baseMs;
+    this.#max = opts.maxMs;
+    this.#jitter = opts.jitter;
     this.#random = opts.random ?? Math.random;
     if (
       !(this.#base > 0) ||
@@ -91,10 +90,10 @@ export type Handler = (key: string) => Promise<ReconcileResult | undefined>;
 
 /** Options of {@link WorkQueue}. */
 export interface WorkQueueOptions {
-  /** Concurrent workers (default 3). */
-  readonly workers?: number | undefined;
+  /** Concurrent workers. */
+  readonly workers: number;
   /** Backoff of failed keys. */
-  readonly backoff?: BackoffOptions | Backoff;
+  readonly backoff: BackoffOptions | Backoff;
   /** Told about every failure (logging, metrics). */
   readonly onError?: (key: string, err: unknown, retryInMs: number | undefined) => void;
   /** Told about every finished run. */
@@ -120,8 +119,8 @@ export class WorkQueue {
   #stopped = false;
   #idleWaiters: Array<() => void> = [];
 
-  constructor(opts: WorkQueueOptions = {}) {
-    this.#workers = opts.workers ?? DEFAULTS.workers;
+  constructor(opts: WorkQueueOptions) {
+    this.#workers = opts.workers;
     if (!Number.isInteger(this.#workers) || this.#workers < 1) {
       throw new RangeError('WorkQueue: workers must be a positive integer');
     }

@@ -25,6 +25,7 @@ import {
   generateCredential,
   passwordFile,
 } from '../credentials/credential.js';
+import type { Settings } from '../defaults.js';
 import { type GatewayPlan, gatewayArgs, type PoolGateways, samePlan } from '../pool/gateway.js';
 import type { CredentialOwner } from '../store/credentials.js';
 import { FileCredentialStore, readCredentialFile } from './credentials.js';
@@ -39,10 +40,8 @@ export interface GatewayProcessesOptions {
   /** Where the gateways' credentials, password files and pid files go (the credentials folder). */
   readonly dir: string;
   readonly logger: Logger;
-  /** First restart delay, doubled per exit in a row (default 1000). */
-  readonly restartBaseMs?: number | undefined;
-  /** Longest restart delay (default 30000). */
-  readonly restartMaxMs?: number | undefined;
+  /** The restart delays: the first, doubled per exit in a row, and the longest. */
+  readonly settings: Pick<Settings, 'gatewayRestartBaseMs' | 'gatewayRestartMaxMs'>;
 }
 
 interface Running {
@@ -228,8 +227,8 @@ export class GatewayProcesses implements PoolGateways {
   #retry(r: Running): void {
     if (r.halted || this.#stopped) return;
     r.exits += 1;
-    const base = this.#o.restartBaseMs ?? 1000;
-    const ms = Math.min(base * 2 ** (r.exits - 1), this.#o.restartMaxMs ?? 30_000);
+    const { gatewayRestartBaseMs: base, gatewayRestartMaxMs: max } = this.#o.settings;
+    const ms = Math.min(base * 2 ** (r.exits - 1), max);
     r.timer = setTimeout(() => {
       r.timer = undefined;
       if (r.halted || this.#stopped) return;

@@ -14,15 +14,6 @@ import type { PoolObject, PoolSpec, PoolStatus } from '../api/pool.js';
 import { API_VERSION, type OwnerReference, type ProxySpec } from '../api/proxy.js';
 import { type EventType, type MemoryStore, proxyKey } from './proxies.js';
 
-/** The label every Proxy of a pool carries: the pool's name. */
-export const POOL_LABEL = 'proxy-op.io/pool';
-/** The label of the template hash a Proxy was made from. */
-export const TEMPLATE_HASH_LABEL = 'proxy-op.io/template-hash';
-/** An annotation on a Proxy: the pool never remediates it. */
-export const SKIP_REMEDIATION_ANNOTATION = 'proxy-op.io/skip-remediation';
-/** An annotation on a Proxy: the pool replaces it now (whatever its health). */
-export const REMEDIATE_ANNOTATION = 'proxy-op.io/remediate';
-
 /** The endpoint lists a pool publishes. */
 export interface PublishedEndpoints {
   /** `http://ip:port`, one per verified Proxy (the ConfigMap, status). */

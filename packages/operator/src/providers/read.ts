@@ -1,24 +1,16 @@
 /**
- * The CLI's providers file: which file is read (`--providers FILE`, else
- * `providers.yaml` when it exists, else none and the built-in `local`
- * provider), its problems printed, and its reloads applied to a running
- * operator.
+ * The providers file a command reads: `--providers FILE`, else
+ * `providers.yaml` when it exists, else none (the built-in `local`
+ * provider), with its problems printed.
  *
  * @module
  */
 import { existsSync } from 'node:fs';
 import type { Logger } from '@proxy-op/contract';
 import { DEFAULTS } from '../defaults.js';
-import { DEFAULT_PROVIDER } from '../providers/default.js';
-import {
-  type FileStamp,
-  fileStamp,
-  loadProvidersFile,
-  type ProvidersConfig,
-  watchProvidersFile,
-} from '../providers/file.js';
-import type { ProviderRegistry } from '../providers/registry.js';
-import type { Operator } from '../proxy/controller.js';
+import { DEFAULT_PROVIDER } from './default.js';
+import { type FileStamp, fileStamp, loadProvidersFile, type ProvidersConfig } from './file.js';
+import type { ProviderRegistry } from './registry.js';
 
 /** The providers file's outcome: its config (undefined when there is no file), or invalid. */
 export type ProvidersRead =
@@ -76,46 +68,4 @@ export function logDefaultProvider(
     { provider: DEFAULT_PROVIDER, ...fields },
     `${read.config === undefined ? `no providers file (${read.file})` : `${read.file} lists no provider`}: using the built-in "${DEFAULT_PROVIDER}" provider`,
   );
-}
-
-/**
- * Watches the providers file and applies each valid version to the operator,
- * one reload at a time; an invalid version is logged and the providers in
- * use are kept. `settled` resolves once the reloads begun have finished.
- */
-export function reloadProvidersOnChange(o: {
-  file: string;
-  /** The stamp of the version in use, so a change before the first poll is seen. */
-  since: FileStamp;
-  explicit: string | undefined;
-  registry: ProviderRegistry;
-  operator: Operator;
-  logger: Logger;
-  pollMs: number | undefined;
-  build: (config: ProvidersConfig | undefined) => Promise<ProvidersConfig>;
-}): { stopWatching(): void; settled(): Promise<void> } {
-  let reloading = Promise.resolve();
-  const stopWatching = watchProvidersFile(
-    o.file,
-    () => {
-      reloading = reloading.then(async () => {
-        const again = await readProviders(o.explicit, o.registry);
-        if (!again.ok) {
-          o.logger.error(
-            { problems: again.problems },
-            'providers file is invalid; keeping the old one',
-          );
-          return;
-        }
-        await o.operator
-          .applyProviders(await o.build(again.config))
-          .catch((err: unknown) =>
-            o.logger.error({ err: (err as Error).message }, 'applying the providers file failed'),
-          );
-      });
-    },
-    o.pollMs,
-    o.since,
-  );
-  return { stopWatching, settled: () => reloading };
 }
