@@ -10,7 +10,6 @@
  */
 import type { Tracer } from '@opentelemetry/api';
 import { type Logger, observeSeam } from '@proxy-op/contract';
-import type { LocalConfig } from './config.js';
 import type { InstanceRecord } from './record.js';
 
 /** The backend calls of the `local` provider. Every method takes a signal last. */
@@ -74,13 +73,29 @@ export const ANSWER_POLL_MS = 25;
 export const KILL_GRACE_MS = 2_000;
 
 /**
+ * The times the seam's budgets are made of: the config's `timeouts`, as
+ * far as a budget reads them (the seam's own need, so the seam does not
+ * depend on the config block).
+ */
+export interface SeamTimeouts {
+  /** From spawning a proxy until it answers. */
+  readonly startMs: number;
+  /** From SIGTERM until the process must have exited. */
+  readonly stopMs: number;
+  /** One health probe of a proxy. */
+  readonly probeMs: number;
+  /** One state-folder or process-table operation. */
+  readonly fileMs: number;
+}
+
+/**
  * The budget of each seam call (contract §4.16), from `timeouts`:
  * state-folder and process-table calls `fileMs`, a probe `probeMs` (plus
  * `fileMs`), the wait for a starting proxy `startMs` plus one probe (plus
  * `fileMs`), a spawn `startMs`, a kill `stopMs` plus the SIGKILL grace
  * (plus `fileMs`).
  */
-export function seamBudgets(t: LocalConfig['timeouts']): Readonly<Record<keyof LocalSeam, number>> {
+export function seamBudgets(t: SeamTimeouts): Readonly<Record<keyof LocalSeam, number>> {
   return {
     readState: t.fileMs,
     writeState: t.fileMs,
@@ -107,7 +122,7 @@ export interface DecorateOptions {
   /** Makes the `local.<call>` child spans; the global tracer when unset. */
   readonly tracer?: Tracer | undefined;
   /** The per-call budgets' source (`config.timeouts`). */
-  readonly timeouts: LocalConfig['timeouts'];
+  readonly timeouts: SeamTimeouts;
 }
 
 /**
