@@ -1,10 +1,11 @@
 /**
- * The Checker: two targets, in this order: the state folder (it can be
- * created and written) and the address range (an address of it can be
- * bound). A failure of the file system or of the bind, an
- * operating-system error, is the target's own reason; anything else is
- * thrown for the shell, which answers `Timeout` for an ended round or a
- * call past its budget and `APIError` otherwise.
+ * The Checker: two targets, in this order: the state folder (it is
+ * private, and can be created and written) and the address range (an
+ * address of it can be bound). A failure of the file system or of the
+ * bind, an operating-system error, or a state folder refused as not
+ * private, is the target's own reason; anything else is thrown for the
+ * shell, which answers `Timeout` for an ended round or a call past its
+ * budget and `APIError` otherwise.
  *
  * @module
  */
@@ -15,6 +16,7 @@ import {
   type ImplementationChecker,
   Reason,
 } from '@proxy-op/contract';
+import { UnsafePathError } from '@proxy-op/contract/files';
 import { loopbackHosts } from './cidr.js';
 import { systemError } from './classify.js';
 import type { Runtime } from './runtime.js';
@@ -24,8 +26,13 @@ export const CHECK_TARGETS = ['state-dir', 'address-range'] as const;
 
 /** The `local` provider's own Checker reasons, besides the contract's shared ones. */
 export const LocalReason = Object.freeze({
-  /** The state folder cannot be created or written. */
+  /** The state folder cannot be created or written, or is no folder. */
   StateDirNotWritable: 'StateDirNotWritable',
+  /**
+   * The state folder is not private: another user owns it, its group or
+   * others can write it, or it is a symbolic link (the message names the fix).
+   */
+  StateDirUnsafe: 'StateDirUnsafe',
   /** An address of the range cannot be bound on this machine. */
   AddressNotBindable: 'AddressNotBindable',
 } as const);
@@ -49,6 +56,12 @@ async function checkStateDir(rt: Runtime, ctx: CheckContext): Promise<CheckAnswe
   try {
     await rt.seam.checkStateDir(ctx.signal);
   } catch (err) {
+    if (UnsafePathError.isInstance(err)) {
+      ctx.details.code = err.code;
+      const reason =
+        err.code === 'NOT_A_FOLDER' ? LocalReason.StateDirNotWritable : LocalReason.StateDirUnsafe;
+      return { reason, message: err.message };
+    }
     return refused(err, LocalReason.StateDirNotWritable, 'cannot write the state folder', ctx);
   }
   return REACHABLE;

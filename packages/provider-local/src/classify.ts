@@ -6,6 +6,7 @@
  * @module
  */
 import { type ErrorClass, type Operation, ProviderError } from '@proxy-op/contract';
+import { UnsafePathError } from '@proxy-op/contract/files';
 import { LocalError } from './errors.js';
 
 const PERMANENT = new Set([
@@ -36,6 +37,8 @@ export function systemError(
 /** The class of a failure of a local backend call. Unknown failures are Transient. */
 export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return err.errorClass;
+  // A state folder or file that is not private and ours: a person has to look at it.
+  if (UnsafePathError.isInstance(err)) return 'Permanent';
   if (LocalError.isInstance(err)) {
     return err.code === 'ADDRESS_RANGE_EXHAUSTED' ? 'QuotaExceeded' : 'Transient';
   }

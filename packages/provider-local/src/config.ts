@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { ConfigIssue, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
 import { cidrProblem } from '@proxy-op/contract';
@@ -33,7 +33,13 @@ export interface LocalTimeouts {
 
 /** The `local` provider's config block after defaults. */
 export interface LocalConfig {
-  /** The state folder: one JSON file per instance, plus its logs (default `<tmpdir>/proxy-op-local`). */
+  /**
+   * The state folder: one JSON file per instance, plus its password file
+   * and logs (default `$XDG_STATE_HOME/proxy-op/local`, or
+   * `~/.local/state/proxy-op/local`). It must be private: a folder (not a
+   * link) this process's user owns that neither its group nor others can
+   * write; a missing one is created with mode 0700.
+   */
   readonly stateDir: string;
   /** The loopback range instances get addresses from (default `127.0.0.0/24`). */
   readonly addressRange: string;
@@ -59,9 +65,24 @@ export interface LocalDeps extends ProviderDeps {
   readonly seam?: LocalSeam | undefined;
 }
 
+/**
+ * The default state folder: `proxy-op/local` in the user's XDG state
+ * folder (`$XDG_STATE_HOME`, when it is an absolute path, else
+ * `~/.local/state`), a place of the user's own rather than the shared temp
+ * folder, where another user could make the folder first.
+ */
+export function defaultStateDir(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  home: string = homedir(),
+): string {
+  const xdg = env.XDG_STATE_HOME;
+  const base = xdg !== undefined && isAbsolute(xdg) ? xdg : join(home, '.local', 'state');
+  return join(base, 'proxy-op', 'local');
+}
+
 /** The defaults of every field, the one defaults object (frozen). */
 export const CONFIG_DEFAULTS = Object.freeze({
-  stateDir: join(tmpdir(), 'proxy-op-local'),
+  stateDir: defaultStateDir(),
   addressRange: '127.0.0.0/24',
   allowedSources: Object.freeze(['127.0.0.0/8']),
   zone: 'local',

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { join } from 'node:path';
 import {
   adoptionProblem,
   type CheckedCreateRequest,
@@ -19,7 +18,7 @@ import {
 } from '@proxy-op/contract';
 import { pickAddress, underAllocation } from './address.js';
 import { formatId } from './id.js';
-import { type InstanceRecord, passwordPath, type RecordAuth } from './record.js';
+import { accessLogPath, type InstanceRecord, passwordPath, type RecordAuth } from './record.js';
 import type { Runtime } from './runtime.js';
 import { ensureRunning } from './start.js';
 
@@ -78,6 +77,9 @@ function authOf(rt: Runtime, req: CheckedCreateRequest): RecordAuth | undefined 
  * with another realm, or with authentication where the request has none
  * (or the other way round), is stopped, so that it starts again with the
  * request's: a proxy never keeps serving on terms the request did not ask for.
+ * So is one whose password file was no longer the provider's (another
+ * user's file in its place): it may hold credentials it verified from that
+ * file, which a new file would only end after `credentialsTtlMs`.
  */
 async function adoptAuth(
   rt: Runtime,
@@ -85,11 +87,16 @@ async function adoptAuth(
   req: CheckedCreateRequest,
   ctx: OperationContext,
 ): Promise<InstanceRecord> {
+  const replaced =
+    existing.auth !== undefined &&
+    existing.pid !== undefined &&
+    !(await rt.seam.ownsPasswordFile(req.name, ctx.signal));
   if (req.auth !== undefined) {
     await rt.seam.writePasswordFile(req.name, req.auth.passwordFile, ctx.signal);
   }
   const auth = authOf(rt, req);
   if (
+    !replaced &&
     auth?.realm === existing.auth?.realm &&
     (auth === undefined) === (existing.auth === undefined)
   ) {
@@ -122,7 +129,7 @@ function allocate(
       outgoingAddress: address,
       port: req.port,
       allowedSources,
-      accessLog: join(rt.config.stateDir, `${req.name}.access.log`),
+      accessLog: accessLogPath(rt.config.stateDir, req.name),
       limits: rt.config.limits,
       auth: authOf(rt, req),
       phase: 'starting',

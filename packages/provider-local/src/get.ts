@@ -1,6 +1,7 @@
 /**
  * Get: the state file and the process, never memory; NotFound when the
- * file or its mark is gone.
+ * file or its mark is gone; Stopped when the password file the proxy
+ * reads is no longer the provider's.
  *
  * @module
  */
@@ -22,13 +23,23 @@ export async function getInstance(
   if (mark === undefined) throw ctx.notFound(`instance ${name} is not managed by proxy-op`);
   let alive: boolean | undefined;
   let answers = false;
+  let ownFiles = true;
   if (rec.phase === 'running' && rec.pid !== undefined) {
     alive = await rt.seam.alive(name, rec.pid, ctx.signal);
-    if (alive && rec.address !== undefined) {
+    if (alive && rec.auth !== undefined) {
+      ownFiles = await rt.seam.ownsPasswordFile(name, ctx.signal);
+      if (!ownFiles) {
+        rt.log.warn(
+          { name },
+          'local password file is no longer the one the provider wrote (gone, a link, or another user’s); the instance reads Stopped',
+        );
+      }
+    }
+    if (alive && ownFiles && rec.address !== undefined) {
       answers = await rt.seam.probe(name, rec.address, rec.port, ctx.signal);
     }
   }
-  const state = mapLocalState(rec, alive, answers);
+  const state = mapLocalState(rec, alive, answers, ownFiles);
   const ip = state === 'Running' ? rec.address : undefined;
   rt.log.trace({ name, state, ip, pid: rec.pid }, 'local instance read');
   return {

@@ -1,6 +1,11 @@
 /**
  * The production seam of the `local` provider: real state files in
  * `config.stateDir` and real, detached proxy processes on this machine.
+ * Every file of the folder goes through `@proxy-op/contract/files`: the
+ * folder must be private (ours, written by nobody else; made 0700 when
+ * missing), files are written atomically through exclusive temporary files
+ * (0600), opened and read without following links, and a file that is not
+ * a regular file of ours is refused, never written through or trusted.
  * Every method honours its signal: the file calls that take one get it,
  * and a wait on what cannot be cancelled (a spawn that must record its
  * pid, a folder call on a stuck mount, a socket being bound) stops when
@@ -10,16 +15,33 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, openSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { abortable } from '@proxy-op/contract';
+import {
+  checkPrivateFolder,
+  ensurePrivateFolder,
+  openOwnedFile,
+  readOwnedFile,
+  UnsafePathError,
+  writeFileAtomic,
+} from '@proxy-op/contract/files';
 import { probeHealth, proxyServerPath } from '@proxy-op/forward-proxy';
 import type { LocalConfig } from './config.js';
 import { LocalError } from './errors.js';
-import { type InstanceRecord, parseRecord, passwordPath, STATE_FILE, statePath } from './record.js';
+import {
+  accessLogPath,
+  type InstanceRecord,
+  logPath,
+  parseRecord,
+  passwordPath,
+  RECORD_MAX_BYTES,
+  STATE_FILE,
+  statePath,
+} from './record.js';
 import { ANSWER_POLL_MS, KILL_GRACE_MS, type LocalSeam } from './seam.js';
 
 /** The proxy program each instance runs: the program of `@proxy-op/forward-proxy`. */
@@ -33,61 +55,66 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
   const children = new Map<number, ChildProcess>();
   const program = proxyProgramPath();
 
-  const read = async (name: string, signal?: AbortSignal) => {
+  /** Whether the folder is there, refusing one that is not private. */
+  const folderThere = (signal?: AbortSignal) =>
+    started(signal, () => checkPrivateFolder(dir, { signal }));
+  /** The folder made when missing, refusing one that is not private. */
+  const privateFolder = (signal?: AbortSignal) =>
+    started(signal, () => ensurePrivateFolder(dir, { signal }));
+
+  /** The record of `name`, the folder already checked; undefined when there is none. */
+  const readRecord = async (name: string, signal?: AbortSignal) => {
     let text: string;
     try {
-      text = await readFile(statePath(dir, name), { encoding: 'utf8', signal });
+      const bytes = await started(signal, () =>
+        readOwnedFile(statePath(dir, name), { maxBytes: RECORD_MAX_BYTES, signal }),
+      );
+      text = bytes.toString('utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
     }
     return parseRecord(name, text);
   };
+  const read = async (name: string, signal?: AbortSignal) =>
+    (await folderThere(signal)) ? readRecord(name, signal) : undefined;
 
   const atomically = async (
-    name: string,
     target: string,
     contents: string | Uint8Array,
     signal?: AbortSignal,
   ) => {
-    await started(signal, () => mkdir(dir, { recursive: true, mode: 0o700 }));
-    // Unique per write: two writes of one file can overlap (a cancelled call carried out
-    // while its retry writes), and a shared temporary name would lose one rename.
-    const tmp = join(dir, `.${name}.${process.pid}.${randomUUID()}.tmp`);
-    try {
-      await writeFile(tmp, contents, { signal, mode: 0o600 });
-    } catch (err) {
-      await rm(tmp, { force: true }).catch(() => {});
-      throw err;
-    }
-    await started(signal, () => rename(tmp, target));
+    await privateFolder(signal);
+    // Each write has its own temporary file, created exclusively under a random name: two
+    // writes of one file can overlap (a cancelled call carried out while its retry writes).
+    await started(signal, () => writeFileAtomic(target, contents, { signal }));
   };
   const write = (record: InstanceRecord, signal?: AbortSignal) =>
-    atomically(
-      record.name,
-      statePath(dir, record.name),
-      `${JSON.stringify(record, null, 2)}\n`,
-      signal,
-    );
+    atomically(statePath(dir, record.name), `${JSON.stringify(record, null, 2)}\n`, signal);
 
   // The spawn goes on whatever happens to its caller, until the pid is in the state file.
-  const start = async (record: InstanceRecord): Promise<number> => {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const log = openSync(join(dir, `${record.name}.log`), 'a');
+  const start = async (given: InstanceRecord): Promise<number> => {
+    await ensurePrivateFolder(dir);
+    const record = await withOwnFiles(given);
+    const log = await openOwnedFile(logPath(dir, record.name), 'append');
     let child: ChildProcess;
+    let spawned: Promise<void>;
     try {
       child = spawn(config.nodePath, [program, '--config', statePath(dir, record.name)], {
         detached: true,
-        stdio: ['ignore', log, log],
+        stdio: ['ignore', log.fd, log.fd],
         env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production' },
       });
+      // Listened to before the log is closed: the close takes a turn, the event may come first.
+      spawned = new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
     } finally {
-      closeSync(log);
+      // The child has its own copy of the descriptor; a failed close of ours changes nothing.
+      await log.close().catch(() => {});
     }
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
-    });
+    await spawned;
     child.unref();
     const pid = child.pid as number;
     children.set(pid, child);
@@ -96,35 +123,78 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
     return pid;
   };
 
+  /**
+   * The files the proxy opens by their names, made safe before it starts:
+   * the access log created (or checked) as a file of ours, mode 0600; the
+   * password file checked to be one of ours. Both are named in the folder
+   * whatever the record said, and the record is written again when it named
+   * others. In a private folder nobody else can put anything in their place
+   * once checked.
+   */
+  const withOwnFiles = async (record: InstanceRecord): Promise<InstanceRecord> => {
+    const { name, auth } = record;
+    const own: InstanceRecord = {
+      ...record,
+      accessLog: accessLogPath(dir, name),
+      auth: auth === undefined ? undefined : { ...auth, passwordFile: passwordPath(dir, name) },
+    };
+    await (await openOwnedFile(own.accessLog, 'append')).close();
+    if (own.auth !== undefined) await (await openOwnedFile(own.auth.passwordFile, 'read')).close();
+    if (own.accessLog !== record.accessLog || own.auth?.passwordFile !== auth?.passwordFile) {
+      await write(own);
+    }
+    return own;
+  };
+
   return {
     readState: read,
     writeState: write,
     writePasswordFile(name, contents, signal) {
-      return atomically(name, passwordPath(dir, name), contents, signal);
+      return atomically(passwordPath(dir, name), contents, signal);
     },
-    removeState(name, signal) {
-      // Once begun, the removal finishes (no log outlives its state file); the caller stops waiting.
+    async ownsPasswordFile(name, signal) {
+      try {
+        const f = await started(signal, () =>
+          openOwnedFile(passwordPath(dir, name), 'read', { signal }),
+        );
+        await f.close();
+        return true;
+      } catch (err) {
+        if (UnsafePathError.isInstance(err)) return false;
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    },
+    async removeState(name, signal) {
+      if (!(await folderThere(signal))) return;
+      // Once begun, the removal finishes (no log outlives its state file); the caller stops
+      // waiting. A link among them is removed, never followed.
       const remove = async () => {
-        for (const f of [`${name}.json`, `${name}.passwd`, `${name}.log`, `${name}.access.log`]) {
-          await rm(join(dir, f), { force: true });
+        for (const f of [
+          statePath(dir, name),
+          passwordPath(dir, name),
+          logPath(dir, name),
+          accessLogPath(dir, name),
+        ]) {
+          await rm(f, { force: true });
         }
       };
       return started(signal, remove);
     },
     async listStates(signal) {
-      let names: string[];
-      try {
-        names = await started(signal, () => readdir(dir));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-        throw err;
-      }
+      if (!(await folderThere(signal))) return [];
+      const names = await started(signal, () => readdir(dir));
       const out: InstanceRecord[] = [];
       for (const f of names) {
         const name = STATE_FILE.exec(f)?.[1];
         if (name === undefined) continue;
-        const r = await read(name, signal);
-        if (r !== undefined) out.push(r);
+        try {
+          const r = await readRecord(name, signal);
+          if (r !== undefined) out.push(r);
+        } catch (err) {
+          // Not a regular file of ours: nothing the provider made, so nothing of it is listed.
+          if (!UnsafePathError.isInstance(err)) throw err;
+        }
       }
       return out;
     },
@@ -159,16 +229,15 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
       throw new LocalError('STOP_TIMEOUT', `process ${pid} did not exit after SIGKILL`);
     },
     logTail(name, signal) {
-      return started(signal, () => readTail(join(dir, `${name}.log`)));
+      return started(signal, () => readTail(logPath(dir, name)));
     },
     bindable(address, port, signal) {
       return started(signal, () => tryBind(address, port));
     },
     async checkStateDir(signal) {
-      await started(signal, () => mkdir(dir, { recursive: true, mode: 0o700 }));
-      if (!(await started(signal, () => stat(dir))).isDirectory()) throw notADirectory(dir);
-      const probe = join(dir, `.check-${process.pid}-${Date.now()}`);
-      await writeFile(probe, 'ok\n', { signal });
+      await privateFolder(signal);
+      const probe = join(dir, `.check-${process.pid}-${randomUUID()}`);
+      await started(signal, () => writeFileAtomic(probe, 'ok\n', { signal }));
       await started(signal, () => rm(probe, { force: true }));
     },
   };
@@ -188,7 +257,7 @@ function started<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Pr
 /** The last three lines of a log file, joined with ` | `; empty when it cannot be read. */
 async function readTail(file: string): Promise<string> {
   try {
-    const f = await open(file, 'r');
+    const f = await openOwnedFile(file, 'read');
     try {
       const { size } = await f.stat();
       const len = Math.min(size, 2048);
@@ -202,15 +271,6 @@ async function readTail(file: string): Promise<string> {
   } catch {
     return '';
   }
-}
-
-/** The operating-system error of a state folder that is something else than a folder. */
-function notADirectory(dir: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`ENOTDIR: not a directory, stat '${dir}'`), {
-    code: 'ENOTDIR',
-    syscall: 'stat',
-    path: dir,
-  });
 }
 
 function signalProcess(pid: number, sig: NodeJS.Signals): void {

@@ -67,6 +67,19 @@ export function passwordPath(stateDir: string, name: string): string {
   return join(stateDir, `${name}.passwd`);
 }
 
+/** The diagnostics log of `name` in `stateDir`: the proxy process's output. */
+export function logPath(stateDir: string, name: string): string {
+  return join(stateDir, `${name}.log`);
+}
+
+/** The access log of `name` in `stateDir`: one JSON line per request. */
+export function accessLogPath(stateDir: string, name: string): string {
+  return join(stateDir, `${name}.access.log`);
+}
+
+/** The largest state file read, in bytes: a record is well under 1 KiB. */
+export const RECORD_MAX_BYTES = 64 * 1024;
+
 /** A state file's name in the folder; the first group is the instance name. */
 export const STATE_FILE = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\.json$/;
 

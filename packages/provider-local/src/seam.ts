@@ -10,29 +10,47 @@
  */
 import type { Tracer } from '@opentelemetry/api';
 import { type Logger, observeSeam } from '@proxy-op/contract';
-import type { LocalConfig } from './config.js';
 import type { InstanceRecord } from './record.js';
 
 /** The backend calls of the `local` provider. Every method takes a signal last. */
 export interface LocalSeam {
-  /** Reads `<name>.json`; undefined when there is none. An unreadable file reads as unmarked. */
+  /**
+   * Reads `<name>.json`; undefined when there is none. An unreadable file
+   * reads as unmarked. Rejects with the contract's `UnsafePathError` when
+   * the state folder is not private, or the file is not a regular file of
+   * ours (a link, another user's file): nothing of it is trusted.
+   */
   readState(name: string, signal?: AbortSignal): Promise<InstanceRecord | undefined>;
-  /** Writes `<name>.json` atomically (temporary file, then rename). */
+  /**
+   * Writes `<name>.json` atomically (an exclusive temporary file, mode
+   * 0600, then rename), in the state folder made private first.
+   */
   writeState(record: InstanceRecord, signal?: AbortSignal): Promise<void>;
   /**
    * Writes `<name>.passwd` atomically (temporary file, then rename), mode
    * 0600; the running proxy re-reads it when it changes.
    */
   writePasswordFile(name: string, contents: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /**
+   * Whether `<name>.passwd` is still the file the provider wrote: a regular
+   * file (not a link) this process's user owns and nobody else can write.
+   * False when it is gone or is anything else (a file another user renamed
+   * over it), so the proxy reading it no longer serves on our terms.
+   */
+  ownsPasswordFile(name: string, signal?: AbortSignal): Promise<boolean>;
   /** Removes `<name>.json`, its password file and the instance's logs; no error when they are gone. */
   removeState(name: string, signal?: AbortSignal): Promise<void>;
-  /** Every state file in the folder. */
+  /** Every state file of ours in the folder; one that is not a regular file of ours is skipped. */
   listStates(signal?: AbortSignal): Promise<InstanceRecord[]>;
   /**
    * Spawns the detached proxy process for `record` and records its pid
    * (phase `running`) in the state file before it resolves with the pid, so
    * no process ever runs unrecorded, whatever happens to the caller: the
-   * signal stops the waiting, never the spawn.
+   * signal stops the waiting, never the spawn. Before it spawns, the files
+   * the proxy opens by their names are made or checked: the access log and
+   * the diagnostics log (`<name>.log`, the process's output) opened without
+   * following a link, mode 0600, and the password file a regular file of
+   * ours; anything planted in their place is refused, never written.
    */
   spawn(record: InstanceRecord, signal?: AbortSignal): Promise<number>;
   /** Whether `pid` is alive and is the proxy of `name`. */
@@ -63,7 +81,10 @@ export interface LocalSeam {
   logTail(name: string, signal?: AbortSignal): Promise<string>;
   /** Whether `address:port` can be bound now (false when in use; throws when the address cannot be bound at all). */
   bindable(address: string, port: number, signal?: AbortSignal): Promise<boolean>;
-  /** Creates the state folder when needed and writes and removes a file in it. */
+  /**
+   * Creates the state folder when needed (mode 0700), refuses one that is
+   * not private, and writes and removes a file in it.
+   */
   checkStateDir(signal?: AbortSignal): Promise<void>;
 }
 
@@ -74,17 +95,34 @@ export const ANSWER_POLL_MS = 25;
 export const KILL_GRACE_MS = 2_000;
 
 /**
+ * The times the seam's budgets are made of: the config's `timeouts`, as
+ * far as a budget reads them (the seam's own need, so the seam does not
+ * depend on the config block).
+ */
+export interface SeamTimeouts {
+  /** From spawning a proxy until it answers. */
+  readonly startMs: number;
+  /** From SIGTERM until the process must have exited. */
+  readonly stopMs: number;
+  /** One health probe of a proxy. */
+  readonly probeMs: number;
+  /** One state-folder or process-table operation. */
+  readonly fileMs: number;
+}
+
+/**
  * The budget of each seam call (contract §4.16), from `timeouts`:
  * state-folder and process-table calls `fileMs`, a probe `probeMs` (plus
  * `fileMs`), the wait for a starting proxy `startMs` plus one probe (plus
  * `fileMs`), a spawn `startMs`, a kill `stopMs` plus the SIGKILL grace
  * (plus `fileMs`).
  */
-export function seamBudgets(t: LocalConfig['timeouts']): Readonly<Record<keyof LocalSeam, number>> {
+export function seamBudgets(t: SeamTimeouts): Readonly<Record<keyof LocalSeam, number>> {
   return {
     readState: t.fileMs,
     writeState: t.fileMs,
     writePasswordFile: t.fileMs,
+    ownsPasswordFile: t.fileMs,
     removeState: t.fileMs,
     listStates: t.fileMs,
     alive: t.fileMs,
@@ -107,7 +145,7 @@ export interface DecorateOptions {
   /** Makes the `local.<call>` child spans; the global tracer when unset. */
   readonly tracer?: Tracer | undefined;
   /** The per-call budgets' source (`config.timeouts`). */
-  readonly timeouts: LocalConfig['timeouts'];
+  readonly timeouts: SeamTimeouts;
 }
 
 /**

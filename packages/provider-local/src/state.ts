@@ -9,12 +9,15 @@ import type { InstanceRecord } from './record.js';
 
 /**
  * The state an instance is in, from its state file and process: Running
- * only when the process answers on its address, Stopped when it died,
+ * only when the process answers on its address, Stopped when it died or
+ * its password file is no longer the provider's (`ownFiles` false: the
+ * proxy may serve someone else's credentials, so it is to be replaced),
  * Provisioning before it was spawned or while it starts.
  *
  * | phase | process | state |
  * |---|---|---|
  * | `starting` | any | Provisioning |
+ * | `running` | alive, password file not ours | Stopped |
  * | `running` | alive, answers, address set | Running |
  * | `running` | alive, not answering yet | Provisioning |
  * | `running` | dead or unknown | Stopped |
@@ -24,12 +27,13 @@ export function mapLocalState(
   record: InstanceRecord,
   alive: boolean | undefined,
   answers: boolean,
+  ownFiles = true,
 ): State {
   switch (record.phase) {
     case 'starting':
       return 'Provisioning';
     case 'running':
-      if (alive !== true) return 'Stopped';
+      if (alive !== true || !ownFiles) return 'Stopped';
       return answers && record.address !== undefined ? 'Running' : 'Provisioning';
     default:
       return 'Stopped';

@@ -3,6 +3,7 @@ import { ConfigError, createProvider, validateConfig } from '@proxy-op/contract'
 import { describe, expect, it } from 'vitest';
 import { preferredIndex } from '../src/address.js';
 import { loopbackHosts } from '../src/cidr.js';
+import { defaultStateDir } from '../src/config.js';
 import { CONFIG_DEFAULTS, configSchema, providerModule } from '../src/index.js';
 import { mapLocalState } from '../src/state.js';
 
@@ -44,6 +45,18 @@ describe('config schema', () => {
         path,
       ).toBe(true);
     }
+  });
+
+  it("keeps its state in the user's XDG state folder by default, not the shared temp folder", () => {
+    expect(defaultStateDir({ XDG_STATE_HOME: '/srv/state' }, '/home/ada')).toBe(
+      '/srv/state/proxy-op/local',
+    );
+    expect(defaultStateDir({}, '/home/ada')).toBe('/home/ada/.local/state/proxy-op/local');
+    // A relative XDG_STATE_HOME is ignored, as the XDG spec asks.
+    expect(defaultStateDir({ XDG_STATE_HOME: 'state' }, '/home/ada')).toBe(
+      '/home/ada/.local/state/proxy-op/local',
+    );
+    expect(CONFIG_DEFAULTS.stateDir).toBe(defaultStateDir());
   });
 
   it('builds a provider without touching the machine', async () => {

@@ -2,7 +2,7 @@
 // state files in a temp folder, reached through the production seam with a thin control layer
 // (call counting, blocking, held kills, forced answers) around it.
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -12,6 +12,7 @@ import {
   MarkKey,
   type Provider,
 } from '@proxy-op/contract';
+import { UnsafePathError } from '@proxy-op/contract/files';
 import {
   abortable,
   type BackendHarness,
@@ -100,6 +101,9 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
     writeState: wrap('writeState', (record, signal) => real.writeState(record, signal)),
     writePasswordFile: wrap('writePasswordFile', (name, contents, signal) =>
       real.writePasswordFile(name, contents, signal),
+    ),
+    ownsPasswordFile: wrap('ownsPasswordFile', (name, signal) =>
+      real.ownsPasswordFile(name, signal),
     ),
     removeState: wrap('removeState', (name, signal) => real.removeState(name, signal)),
     listStates: wrap('listStates', (signal) => real.listStates(signal)),
@@ -343,6 +347,18 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         want: 'Permanent',
       },
       {
+        name: 'state folder another user owns',
+        op: 'create',
+        error: new UnsafePathError('FOLDER_OWNED_BY_OTHER', '/srv/state', 'not ours'),
+        want: 'Permanent',
+      },
+      {
+        name: 'a link planted as a log',
+        op: 'create',
+        error: new UnsafePathError('FILE_IS_SYMLINK', '/srv/state/p.log', 'a link'),
+        want: 'Permanent',
+      },
+      {
         name: 'read-only file system',
         op: 'delete',
         error: errno('EROFS', 'unlink'),
@@ -415,6 +431,12 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
           await writeFile(dir, 'not a folder\n');
         },
         want: 'StateDirNotWritable',
+        target: 'state-dir',
+      },
+      {
+        name: 'the state folder can be written by others',
+        arrange: () => chmod(dir, 0o777),
+        want: 'StateDirUnsafe',
         target: 'state-dir',
       },
       {
