@@ -1,3 +1,10 @@
+/**
+ * Cancellation: the options every call takes (a signal), the Transient
+ * error of a cancelled call, and waiting on a promise, a race or a sleep
+ * that the signal cuts short.
+ *
+ * @module
+ */
 import { type Operation, TransientError } from './errors.js';
 
 /** The options every provider method and the Checker take. */

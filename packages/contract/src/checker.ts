@@ -1,21 +1,77 @@
 /**
- * The Checker policy of the operation shell: targets checked concurrently,
- * results in config order, a target still running when the round ends
- * answering `Timeout` with the details it had gathered, a call past its
- * budget answering `Timeout`, and every answer redacted.
+ * The Checker of a provider: what a {@link ProviderImplementation}'s Checker
+ * is (its targets, the context and answer of one check), and the operation
+ * shell's policy for a round: targets checked concurrently, results in
+ * config order, a target still running when the round ends answering
+ * `Timeout` with the details it had gathered, a call past its budget
+ * answering `Timeout`, and every answer redacted.
  *
  * @module
  */
 import { BudgetError } from './budget.js';
+import type { OperationContext } from './context.js';
 import { describe } from './funnel.js';
 import type { SecretSet } from './secrets.js';
-import type {
-  CheckContext,
-  CheckTarget,
-  ImplementationChecker,
-  OperationContext,
-} from './shell.js';
 import { Reason, type TargetResult } from './types.js';
+
+/** One Checker target: a host, node, project or API server. */
+export interface CheckTarget {
+  /** The target's name (a host, a node, a project), unique within the provider. */
+  readonly target: string;
+  /** Where it is reached (a URL or host), for people. Never holds a secret. */
+  readonly address: string;
+  /**
+   * Facts known before any call (from the config): every result starts
+   * with them, a `Timeout` too, even when the signal fired before the check.
+   */
+  readonly details?: Readonly<Record<string, string | number | boolean>> | undefined;
+}
+
+/** What the Checker receives for one target. */
+export interface CheckContext extends OperationContext {
+  /** Fires when the caller's signal fires or the round ends. */
+  readonly signal: AbortSignal;
+  /**
+   * Facts gathered so far; fill it in as the check goes, so a target that
+   * runs out of time still reports how far it got.
+   */
+  readonly details: Record<string, string | number | boolean>;
+}
+
+/** A Checker's answer for one target; `ready` defaults to `reason === 'Reachable'`. */
+export interface CheckAnswer {
+  /** Why the target is or is not ready: a shared {@link (Reason:variable)} or the provider's own. */
+  readonly reason: Reason;
+  /** What was found, for people. Never holds a secret. */
+  readonly message: string;
+  /** Whether the target can take work; `reason === 'Reachable'` when omitted. */
+  readonly ready?: boolean | undefined;
+}
+
+/** The Checker of a {@link ProviderImplementation}. */
+export interface ImplementationChecker {
+  /** The targets in config order. */
+  targets(): readonly CheckTarget[];
+  /**
+   * Checks one target. Throwing is allowed, and is the way to report a
+   * failure the provider has no reason of its own for: the shell answers
+   * `Timeout` when the round ended or a call ran past its budget (a
+   * {@link BudgetError}, or an error caused by one), then asks
+   * {@link ImplementationChecker.failed},
+   * then answers `APIError` with the (redacted) message. An answer that
+   * arrives after the round ended is `Timeout` too, so a check never tests
+   * the signal itself.
+   */
+  check(target: CheckTarget, ctx: CheckContext): Promise<CheckAnswer>;
+  /**
+   * The answer for a failure `check` threw (a provider's own reasons:
+   * `Unauthorized` for a 401, `CertificateInvalid`, ...), or undefined for
+   * the shell's `APIError`. Called only while the round runs and never for
+   * a failure caused by a {@link BudgetError}; it may add to `ctx.details`.
+   * Must not throw.
+   */
+  failed?(err: unknown, ctx: CheckContext): CheckAnswer | undefined;
+}
 
 type Details = Record<string, string | number | boolean>;
 

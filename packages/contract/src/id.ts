@@ -1,3 +1,9 @@
+/**
+ * Strict provider-ID formats: literal segments and named parts joined by
+ * `/`, formatted and parsed by one definition.
+ *
+ * @module
+ */
 import { type Operation, PermanentError } from './errors.js';
 
 /**

@@ -13,7 +13,14 @@ export {
 } from './abort.js';
 export { BackendError, type BackendErrorOptions } from './backend-error.js';
 export { BudgetError, budgetSeam, type SeamBudget } from './budget.js';
+export type {
+  CheckAnswer,
+  CheckContext,
+  CheckTarget,
+  ImplementationChecker,
+} from './checker.js';
 export { cidrProblem } from './cidr.js';
+export type { DeleteContext, OperationContext, ShellOperation } from './context.js';
 export {
   ErrorClass,
   ErrorCode,
@@ -103,16 +110,9 @@ export {
   SecretSet,
 } from './secrets.js';
 export {
-  type CheckAnswer,
-  type CheckContext,
-  type CheckTarget,
-  type DeleteContext,
   type IdParser,
-  type ImplementationChecker,
-  type OperationContext,
   operationShell,
   type ProviderImplementation,
-  type ShellOperation,
   type ShellOptions,
 } from './shell.js';
 export { TLS_VERIFY_CODES, tlsVerifyError } from './tls.js';

@@ -1,3 +1,9 @@
+/**
+ * The `Logger` a provider writes to (pino's fits), a silent one, and the
+ * trace fields of the active span for a log line.
+ *
+ * @module
+ */
 import { trace } from '@opentelemetry/api';
 
 /** One logging method: an object of fields and a message, or a message alone. */

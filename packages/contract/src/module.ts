@@ -1,3 +1,11 @@
+/**
+ * The provider module: the shape a provider package exports (type, config
+ * schema, profile, `create`), the dependencies it is built with, config
+ * validation and its error, and `createProvider`, which builds a provider
+ * from a module inside the operation shell and the observe decorator.
+ *
+ * @module
+ */
 import type { Meter, Tracer } from '@opentelemetry/api';
 import { type ErrorClass, type Operation, PermanentError } from './errors.js';
 import { type Logger, silentLogger } from './logger.js';

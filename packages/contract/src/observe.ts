@@ -1,3 +1,11 @@
+/**
+ * The observe decorator: spans, metrics and log lines for every operation
+ * of a provider (`observe`) and for every backend call of a seam
+ * (`observeSeam`, with the per-call budget), with the attribute, metric and
+ * span names they use.
+ *
+ * @module
+ */
 import {
   type Attributes,
   type Meter,

@@ -7,14 +7,11 @@
  *
  * @module
  */
+
+import type { ImplementationChecker } from './checker.js';
+import type { DeleteContext, OperationContext } from './context.js';
 import type { CheckedCreateRequest } from './request.js';
-import type {
-  DeleteContext,
-  IdParser,
-  ImplementationChecker,
-  OperationContext,
-  ProviderImplementation,
-} from './shell.js';
+import type { IdParser, ProviderImplementation } from './shell.js';
 import type { Instance, ProxyAuth } from './types.js';
 
 /**

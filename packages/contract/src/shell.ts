@@ -26,7 +26,8 @@
  */
 import { KeyedLock } from '@proxy-op/keyedlock';
 import { abortedError, type CallOptions, sleep } from './abort.js';
-import { runChecker } from './checker.js';
+import { type ImplementationChecker, runChecker } from './checker.js';
+import type { DeleteContext, OperationContext, ShellOperation } from './context.js';
 import {
   type ErrorClass,
   NotFoundError,
@@ -52,100 +53,7 @@ import type {
   ListOptions,
   Provider,
   ProxyAuth,
-  Reason,
 } from './types.js';
-
-/** The four operations and the Checker, as the shell names them. */
-export type ShellOperation = 'create' | 'get' | 'delete' | 'list' | 'check' | 'updateAuth';
-
-/**
- * What every operation of a {@link ProviderImplementation} receives: the
- * signal, and error builders that carry the configured provider name and
- * the operation.
- */
-export interface OperationContext {
-  /** The configured provider name. */
-  readonly provider: string;
-  /** The operation being run. */
-  readonly op: ShellOperation;
-  /** The caller's signal; pass it to every backend call. */
-  readonly signal: AbortSignal | undefined;
-  /** A Permanent error for this provider and operation. */
-  permanent(message: string, cause?: unknown): PermanentError;
-  /** A Transient error for this provider and operation. */
-  transient(message: string, cause?: unknown): TransientError;
-  /** A NotFound error for this provider and operation (Transient inside Create). */
-  notFound(message: string, cause?: unknown): NotFoundError;
-  /** A QuotaExceeded error for this provider and operation. */
-  quotaExceeded(message: string, cause?: unknown): QuotaExceededError;
-  /** Waits `ms`, or rejects with the cancellation error when the signal fires. */
-  sleep(ms: number): Promise<void>;
-}
-
-/** What `delete` receives besides the context: whose instance the caller means. */
-export interface DeleteContext extends OperationContext {
-  /** The owner the caller named (`DeleteOptions`); see `deletionProblem`. */
-  readonly owner: { readonly uid?: string | undefined; readonly installation?: string | undefined };
-}
-
-/** One Checker target: a host, node, project or API server. */
-export interface CheckTarget {
-  /** The target's name (a host, a node, a project), unique within the provider. */
-  readonly target: string;
-  /** Where it is reached (a URL or host), for people. Never holds a secret. */
-  readonly address: string;
-  /**
-   * Facts known before any call (from the config): every result starts
-   * with them, a `Timeout` too, even when the signal fired before the check.
-   */
-  readonly details?: Readonly<Record<string, string | number | boolean>> | undefined;
-}
-
-/** What the Checker receives for one target. */
-export interface CheckContext extends OperationContext {
-  /** Fires when the caller's signal fires or the round ends. */
-  readonly signal: AbortSignal;
-  /**
-   * Facts gathered so far; fill it in as the check goes, so a target that
-   * runs out of time still reports how far it got.
-   */
-  readonly details: Record<string, string | number | boolean>;
-}
-
-/** A Checker's answer for one target; `ready` defaults to `reason === 'Reachable'`. */
-export interface CheckAnswer {
-  /** Why the target is or is not ready: a shared {@link (Reason:variable)} or the provider's own. */
-  readonly reason: Reason;
-  /** What was found, for people. Never holds a secret. */
-  readonly message: string;
-  /** Whether the target can take work; `reason === 'Reachable'` when omitted. */
-  readonly ready?: boolean | undefined;
-}
-
-/** The Checker of a {@link ProviderImplementation}. */
-export interface ImplementationChecker {
-  /** The targets in config order. */
-  targets(): readonly CheckTarget[];
-  /**
-   * Checks one target. Throwing is allowed, and is the way to report a
-   * failure the provider has no reason of its own for: the shell answers
-   * `Timeout` when the round ended or a call ran past its budget (a
-   * {@link BudgetError}, or an error caused by one), then asks
-   * {@link ImplementationChecker.failed},
-   * then answers `APIError` with the (redacted) message. An answer that
-   * arrives after the round ended is `Timeout` too, so a check never tests
-   * the signal itself.
-   */
-  check(target: CheckTarget, ctx: CheckContext): Promise<CheckAnswer>;
-  /**
-   * The answer for a failure `check` threw (a provider's own reasons:
-   * `Unauthorized` for a 401, `CertificateInvalid`, ...), or undefined for
-   * the shell's `APIError`. Called only while the round runs and never for
-   * a failure caused by a {@link BudgetError}; it may add to `ctx.details`.
-   * Must not throw.
-   */
-  failed?(err: unknown, ctx: CheckContext): CheckAnswer | undefined;
-}
 
 /** How a provider's IDs are parsed; an {@link IdFormat} fits. */
 export interface IdParser<Id> {

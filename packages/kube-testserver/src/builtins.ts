@@ -1,3 +1,11 @@
+/**
+ * The built-in resources the server serves from its start (namespaces,
+ * config maps, secrets, pods, services, leases, events, RBAC, quotas and
+ * the rest), each with its columns, defaults and validation as the real
+ * server's strategies, and the namespaces every cluster starts with.
+ *
+ * @module
+ */
 import { builtin } from './builtin.js';
 import {
   badRequest,

@@ -1,3 +1,10 @@
+/**
+ * CustomResourceDefinitions: the resource type of CRDs themselves (their
+ * validation, the checks of their scale subresource, their finalizer) and
+ * the resource types a CRD serves, one per served version.
+ *
+ * @module
+ */
 import { humanDuration } from './duration.js';
 import { type FieldError, fieldInvalid, fieldNotSupported, fieldRequired } from './errors.js';
 import {

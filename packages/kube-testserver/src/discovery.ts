@@ -1,3 +1,9 @@
+/**
+ * Discovery: aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1)
+ * and the legacy `APIVersions` and `APIGroupList` answers.
+ *
+ * @module
+ */
 import type { JsonObject, JsonValue } from './json.js';
 import type { Registry } from './registry.js';
 import { groupVersion, type ResourceType } from './resource-type.js';

@@ -1,3 +1,10 @@
+/**
+ * Failed requests as the real API server answers them: the `v1 Status`
+ * body, `StatusError` with its HTTP code, and one builder per reason (not
+ * found, already exists, conflict, invalid, ...), with field errors.
+ *
+ * @module
+ */
 import type { JsonObject } from './json.js';
 
 /** One cause inside a Status's details, as `metav1.StatusCause`. */

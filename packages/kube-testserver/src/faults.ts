@@ -1,3 +1,5 @@
+// Fault injection and request counting: which requests a fault or a count applies to, the state
+// of the faults a test arms (delays, failures, conflicts), and the counters of the requests served.
 /** Which requests a fault or a count applies to; every given field must match. */
 export interface RequestFilter {
   /** Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection. */

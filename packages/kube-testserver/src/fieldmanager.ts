@@ -1,3 +1,10 @@
+/**
+ * Managed fields, as the real server's field manager keeps them: the field
+ * sets an object sets, FieldsV1, the entries an update records, and
+ * server-side apply with its conflicts.
+ *
+ * @module
+ */
 import { type StatusCause, StatusError } from './errors.js';
 import { clone, deepEqual, isObject, type JsonObject, type JsonValue } from './json.js';
 

@@ -1,3 +1,10 @@
+/**
+ * `@proxy-op/kube-testserver`: an in-process Kubernetes API server for
+ * tests. The server, its options and fault controls, the request counters,
+ * and the JSON and Status types its answers use.
+ *
+ * @module
+ */
 export type { Status, StatusCause } from './errors.js';
 export type { RequestFilter, RequestRecord } from './faults.js';
 export { RequestCounters } from './faults.js';

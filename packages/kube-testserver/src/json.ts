@@ -1,3 +1,5 @@
+// JSON as the API server reads and writes it: the value types, and the small readers and copies
+// every handler uses (objects, metadata, strings, maps, paths).
 /** A JSON value as the API server reads and writes it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
 

@@ -1,3 +1,9 @@
+/**
+ * The JSONPath subset printer columns use (`.spec.port`,
+ * `.status.conditions[0].type`): parsing it and evaluating it.
+ *
+ * @module
+ */
 import { isObject, type JsonValue } from './json.js';
 
 type Step =

@@ -1,3 +1,9 @@
+/**
+ * The kubeconfig written for the server: one cluster, user and context,
+ * selected as current.
+ *
+ * @module
+ */
 import { stringify } from 'yaml';
 
 /** What a kubeconfig written for the server says. */

@@ -1,3 +1,9 @@
+/**
+ * OpenAPI v3 documents (`/openapi/v3`): the root listing and one document
+ * per group/version, with the hashes kubectl caches them by.
+ *
+ * @module
+ */
 import { createHash } from 'node:crypto';
 import type { JsonObject, JsonValue } from './json.js';
 import type { Registry } from './registry.js';

@@ -1,3 +1,9 @@
+/**
+ * Patches: RFC 7386 JSON merge patch, RFC 6902 JSON patch and strategic
+ * merge patch for built-in types.
+ *
+ * @module
+ */
 import { badRequest, StatusError } from './errors.js';
 import { clone, deepEqual, isObject, type JsonObject, type JsonValue } from './json.js';
 

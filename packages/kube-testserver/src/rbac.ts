@@ -1,3 +1,10 @@
+/**
+ * Authorization as the real RBAC authorizer decides it: who a request is
+ * from, what it does, the roles bound to the user, and the forbidden
+ * message.
+ *
+ * @module
+ */
 import { isObject, type JsonObject, type JsonValue, strings } from './json.js';
 import type { Store } from './store.js';
 

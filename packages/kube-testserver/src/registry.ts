@@ -1,3 +1,9 @@
+/**
+ * The registry of the resource types served now: the built-ins and one per
+ * served version of each CRD, kept current as CRDs change.
+ *
+ * @module
+ */
 import { builtinTypes } from './builtins.js';
 import { appsTypes } from './builtins-apps.js';
 import { CRD_GROUP, crdType, customResourceTypes } from './crd.js';

@@ -1,3 +1,11 @@
+/**
+ * A resource type: what the server serves at one group/version (names and
+ * scope for discovery, columns for `kubectl get`, the strategy hooks of
+ * create and update), its keys, the standard verbs, and the table columns
+ * every type shares.
+ *
+ * @module
+ */
 import { age } from './duration.js';
 import type { FieldError } from './errors.js';
 import type { JsonObject, JsonValue } from './json.js';

@@ -10,7 +10,6 @@
  */
 import { type FieldError, fieldInvalid, fieldRequired } from './errors.js';
 import { isObject, type JsonObject, type JsonValue, meta, str } from './json.js';
-import { AGE_COLUMN, type Column, column, NAME_COLUMN } from './resource-type.js';
 
 /** `subresources.scale` of a CRD version. */
 export interface ScaleSubresource {
@@ -334,25 +333,3 @@ export function decodeScale(
     unknown,
   };
 }
-
-/** The columns of a Scale as a Table (`getScaleColumnsForVersion`): desired and actual replicas. */
-export const SCALE_COLUMNS: readonly Column[] = [
-  NAME_COLUMN,
-  column(
-    'Desired',
-    (o) => {
-      const r = isObject(o.spec) ? o.spec.replicas : undefined;
-      return typeof r === 'number' ? r : null;
-    },
-    { type: 'integer', description: 'Number of desired replicas' },
-  ),
-  column(
-    'Available',
-    (o) => {
-      const r = isObject(o.status) ? o.status.replicas : undefined;
-      return typeof r === 'number' ? r : null;
-    },
-    { type: 'integer', description: 'Number of actual replicas' },
-  ),
-  { ...AGE_COLUMN, type: 'date' },
-];

@@ -1,3 +1,10 @@
+/**
+ * Structural schemas of custom resources: reading one, pruning undeclared
+ * fields, defaulting, validation with the real server's field paths and
+ * messages, and the list-map keys a schema declares.
+ *
+ * @module
+ */
 import {
   type FieldError,
   fieldDuplicate,

@@ -1,3 +1,9 @@
+/**
+ * Label and field selectors: parsing them into predicates over objects,
+ * with the fields each built-in supports.
+ *
+ * @module
+ */
 import { badRequest } from './errors.js';
 import { getPath, type JsonObject, stringMap } from './json.js';
 

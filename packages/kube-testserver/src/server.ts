@@ -1,3 +1,10 @@
+/**
+ * The server: `KubeTestServer` on loopback HTTPS with its options and
+ * defaults, fault injection, request counters and a client for tests
+ * (`request`).
+ *
+ * @module
+ */
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createServer, request as httpsRequest, type Server } from 'node:https';
@@ -129,12 +136,6 @@ function randomToken(): string {
   return randomBytes(24).toString('base64url');
 }
 
-/**
- * An in-process Kubernetes API server on loopback HTTPS, for tests that run
- * kubectl or a Kubernetes client against something that behaves like the
- * real one. See the package README for what it implements and what it does
- * not.
- */
 /** What {@link KubeTestServer.request} sends besides the method and path. */
 export interface RequestOptions {
   /** A JSON value (sent as JSON), or a string or bytes (sent as they are, e.g. a protobuf body). */
@@ -156,6 +157,12 @@ export interface Reply {
   readonly body: any;
 }
 
+/**
+ * An in-process Kubernetes API server on loopback HTTPS, for tests that run
+ * kubectl or a Kubernetes client against something that behaves like the
+ * real one. See the package README for what it implements and what it does
+ * not.
+ */
 export class KubeTestServer {
   /** `https://127.0.0.1:<port>` */
   readonly url: string;

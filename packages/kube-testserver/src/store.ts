@@ -1,3 +1,10 @@
+/**
+ * The server's storage: the objects of every resource under one global
+ * resourceVersion counter, the change each commit sends to listeners, and
+ * the bounded history of changes watches resume from.
+ *
+ * @module
+ */
 import { expired } from './errors.js';
 import { isObject, type JsonObject } from './json.js';
 

@@ -1,3 +1,9 @@
+/**
+ * `meta.k8s.io/v1 Table` and PartialObjectMetadata answers: what a
+ * client's `Accept` header asks for, and the rendering of objects in it.
+ *
+ * @module
+ */
 import { badRequest } from './errors.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { ResourceType } from './resource-type.js';

@@ -1,3 +1,9 @@
+/**
+ * The server's TLS: a fresh CA and a loopback serving certificate it
+ * signed, made with the `openssl` CLI once per process.
+ *
+ * @module
+ */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

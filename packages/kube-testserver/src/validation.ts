@@ -1,3 +1,10 @@
+/**
+ * Name and object metadata checks common to every resource, in
+ * apimachinery's words: DNS-1123 subdomains and labels, path segment
+ * names, `ValidateObjectMeta`.
+ *
+ * @module
+ */
 import { type FieldError, fieldInvalid, fieldRequired } from './errors.js';
 import { isObject, type JsonObject } from './json.js';
 

@@ -15,10 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCloudGuest, CLOUD_GUEST_PEERS, type CloudGuest } from './cloud-guest.js';
 import { sha256Of } from './images.js';
-import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
+import { type Libvirtd, startLibvirtd } from './libvirtd.js';
 import { type NetworkNamespace, startNetworkNamespace } from './netns.js';
 import { type NamespacedHttpServer, startNamespacedHttpServer } from './ns-http.js';
 import { startSentinel } from './process.js';
+import { type Sshd, startSshd } from './sshd.js';
 import {
   agentAddresses,
   type DaemonOracles,

@@ -1,6 +1,6 @@
 /**
- * Waiting for and stopping the daemons the harness starts, and cleaning up
- * after them when their owner dies.
+ * The daemons the harness starts: where their binaries are, waiting for
+ * them and stopping them, and cleaning up after them when their owner dies.
  *
  * @module
  */
@@ -8,6 +8,15 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
+
+/** Where the Debian packages put the daemons. */
+export const BINARIES = {
+  libvirtd: '/usr/sbin/libvirtd',
+  virtlogd: '/usr/sbin/virtlogd',
+  sshd: '/usr/sbin/sshd',
+  sshKeygen: '/usr/bin/ssh-keygen',
+  virsh: '/usr/bin/virsh',
+} as const;
 
 /** Polls `ok` until it holds; fails when the child exits or the time runs out (then kills it). */
 export async function waitFor(

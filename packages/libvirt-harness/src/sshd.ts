@@ -10,11 +10,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { BINARIES } from './index.js';
 import type { NetworkNamespace } from './netns.js';
-import { startSentinel, stopChild, waitFor } from './process.js';
+import { BINARIES, startSentinel, stopChild, waitFor } from './process.js';
 
 const exec = promisify(execFile);
+
+/** The executables the SSH suites need, for `describeWithPeers`. */
+export const SSHD_PEERS = ['sshd', 'ssh-keygen'] as const;
 
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {

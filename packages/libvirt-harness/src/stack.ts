@@ -15,8 +15,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildTestGuest, TEST_GUEST_MARK, type TestGuest } from './guest.js';
 import { type ImageServer, startImageServer } from './images.js';
-import { type Libvirtd, type Sshd, startLibvirtd, startSshd } from './index.js';
+import { type Libvirtd, startLibvirtd } from './libvirtd.js';
 import { startSentinel } from './process.js';
+import { type Sshd, startSshd } from './sshd.js';
 
 const exec = promisify(execFile);
 

@@ -12,18 +12,18 @@
  * @module
  */
 import { abortable, type SecretSet } from '@proxy-op/contract';
-import { firewallView, instanceView, operationView, scopedInstances } from './answers.js';
+import {
+  firewallView,
+  type InstanceView,
+  instanceView,
+  type ListedInstances,
+  operationView,
+  scopedInstances,
+} from './answers.js';
 import { type GcpAuth, loadAuth, readToken } from './auth.js';
 import { endpointParts, type GcpConfig } from './config.js';
 import { ComputeApiError } from './errors.js';
-import {
-  type ComputeSeam,
-  callBudget,
-  type FirewallBody,
-  type InstanceView,
-  type ListedInstances,
-  type SeamCall,
-} from './seam.js';
+import { type ComputeSeam, callBudget, type FirewallBody, type SeamCall } from './seam.js';
 import { translate } from './translate.js';
 
 /** What the production seam is built from. */

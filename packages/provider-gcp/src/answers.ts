@@ -1,13 +1,77 @@
 /**
- * The SDK's answers read into the seam's views: instances, operations,
- * firewall rules and the scopes of an aggregated listing. An answer that is
- * not what the API documents is a `TypeError` (the operation shell makes it
- * a malformed answer).
+ * The seam's views of what Compute Engine answers (instances, operations,
+ * firewall rules, a listing of every zone: the few fields the provider
+ * reads), and the readers that make them from the SDK's answers. An answer
+ * that is not what the API documents is a `TypeError` (the operation shell
+ * makes it a malformed answer).
  *
  * @module
  */
-import { lastSegment } from './id.js';
-import type { FirewallView, InstanceView, OperationView } from './seam.js';
+
+/** An instance, as far as the provider reads it. */
+export interface InstanceView {
+  readonly name: string;
+  /** The zone's name (`us-central1-a`). */
+  readonly zone: string;
+  /** The API's status (`PROVISIONING`, `RUNNING`, ...). */
+  readonly status: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** RFC 3339, as the API writes it. */
+  readonly creationTimestamp: string | undefined;
+  /** Addresses of each network interface, in order. */
+  readonly networkInterfaces: readonly {
+    readonly networkIP: string | undefined;
+    readonly natIP: string | undefined;
+  }[];
+  /** Network tags. */
+  readonly tags: readonly string[];
+}
+
+/** One error of a failed operation. */
+export interface OperationErrorItem {
+  /** The API's error type (`QUOTA_EXCEEDED`, `RESOURCE_NOT_FOUND`, ...). */
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A zonal or global operation. */
+export interface OperationView {
+  readonly name: string;
+  /** `insert`, `delete`, ... */
+  readonly operationType: string;
+  /** `PENDING`, `RUNNING` or `DONE`. */
+  readonly status: string;
+  readonly targetLink: string;
+  /** RFC 3339. */
+  readonly insertTime: string;
+  /** Empty unless the operation failed. */
+  readonly errors: readonly OperationErrorItem[];
+  /** The HTTP status of a failed operation (403 for quota). */
+  readonly httpErrorStatusCode: number | undefined;
+}
+
+/** A firewall rule, as far as the provider reads it. */
+export interface FirewallView {
+  readonly name: string;
+  readonly description: string;
+  readonly sourceRanges: readonly string[];
+  readonly targetTags: readonly string[];
+  /** The TCP ports the rule allows. */
+  readonly ports: readonly string[];
+}
+
+/** What a listing of every zone found. */
+export interface ListedInstances {
+  readonly instances: readonly InstanceView[];
+  /** Zones the API reported unreachable (left out). */
+  readonly unreachable: readonly string[];
+}
+
+/** The last path segment of a resource URL (`.../zones/us-central1-a` → `us-central1-a`). */
+export function lastSegment(url: string | null | undefined): string {
+  if (typeof url !== 'string') return '';
+  return url.slice(url.lastIndexOf('/') + 1);
+}
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;

@@ -9,10 +9,7 @@ import { type Mark, MarkKey, parseMark } from '@proxy-op/contract';
 import { type GcpConfig, NAME_RE, regionOf } from './config.js';
 import type { GcpId } from './id.js';
 import { markLabels } from './labels.js';
-import type { FirewallBody, InstanceBody } from './seam.js';
-
-/** The metadata key cloud-init reads its user data from. */
-export const USER_DATA_KEY = 'user-data';
+import { type FirewallBody, type InstanceBody, USER_DATA_KEY } from './seam.js';
 
 /** What the insert body is built from: the checked request, resolved. */
 export interface InsertInputs {

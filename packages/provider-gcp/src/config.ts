@@ -8,15 +8,7 @@
 import { isIPv4 } from 'node:net';
 import type { ConfigIssue, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
 import type { GcpAuth } from './auth.js';
-import type { ComputeSeam } from './seam.js';
-
-/** Per-call time budgets, in milliseconds (contract §4.16). */
-export interface GcpTimeouts {
-  /** One read: an instance, a firewall rule, a page of a listing, the operations of an instance (default 30000). */
-  readonly readMs: number;
-  /** One write: an insert or a delete, until the API has accepted it (default 60000). */
-  readonly writeMs: number;
-}
+import type { ComputeSeam, GcpTimeouts } from './seam.js';
 
 /** The opt-in firewall rule that opens the proxy port to the allowed sources. */
 export interface GcpFirewall {

@@ -15,20 +15,15 @@ import {
   type OperationContext,
   requireOneOf,
 } from '@proxy-op/contract';
-import {
-  buildFirewallBody,
-  buildInsertBody,
-  firewallMark,
-  firewallName,
-  USER_DATA_KEY,
-} from './build.js';
+import type { InstanceView } from './answers.js';
+import { buildFirewallBody, buildInsertBody, firewallMark, firewallName } from './build.js';
 import { type GcpConfig, NAME_RE, regionOf } from './config.js';
 import { ComputeApiError, OperationFailedError } from './errors.js';
 import { insertFailure } from './get.js';
 import { formatId, type GcpId } from './id.js';
 import { labelValueProblem, readMark } from './labels.js';
 import type { Runtime } from './runtime.js';
-import type { InstanceView } from './seam.js';
+import { USER_DATA_KEY } from './seam.js';
 
 /** The most a metadata value may hold (256 KiB). */
 export const MAX_USER_DATA_BYTES = 256 * 1024;

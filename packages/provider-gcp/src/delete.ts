@@ -9,12 +9,12 @@
  * @module
  */
 import { type DeleteContext, deletionProblem } from '@proxy-op/contract';
+import type { InstanceView } from './answers.js';
 import { firewallMark, firewallName } from './build.js';
 import { ComputeApiError, OperationFailedError } from './errors.js';
 import { type GcpId, instanceLink } from './id.js';
 import { readMark } from './labels.js';
 import type { Runtime } from './runtime.js';
-import type { InstanceView } from './seam.js';
 
 /** Deletes the instance and its rule, leaving alone what is not the caller's. */
 export async function deleteInstance(rt: Runtime, id: GcpId, ctx: DeleteContext): Promise<void> {

@@ -8,7 +8,7 @@
  * @module
  */
 import { BackendError } from '@proxy-op/contract';
-import type { OperationView } from './seam.js';
+import type { OperationView } from './answers.js';
 
 /** What the API answered to a failed call: HTTP status, gRPC code, `errors[].reason`. */
 export interface ComputeApiErrorOptions {

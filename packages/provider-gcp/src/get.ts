@@ -8,11 +8,11 @@
  * @module
  */
 import type { Instance, OperationContext, ProviderError } from '@proxy-op/contract';
+import type { OperationView } from './answers.js';
 import { operationErrorClass } from './classify.js';
 import { formatId, type GcpId, instanceLink } from './id.js';
 import { readMark } from './labels.js';
 import type { Runtime } from './runtime.js';
-import type { OperationView } from './seam.js';
 import { addressOf, mapState } from './state.js';
 
 /** Reads the instance back from the API. */

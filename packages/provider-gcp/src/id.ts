@@ -36,9 +36,3 @@ export function parseId(id: string): GcpId | undefined {
 export function instanceLink(project: string, id: GcpId): string {
   return `https://www.googleapis.com/compute/v1/projects/${project}/zones/${id.zone}/instances/${id.name}`;
 }
-
-/** The last path segment of a resource URL (`.../zones/us-central1-a` → `us-central1-a`). */
-export function lastSegment(url: string | null | undefined): string {
-  if (typeof url !== 'string') return '';
-  return url.slice(url.lastIndexOf('/') + 1);
-}

@@ -3,75 +3,24 @@
  * Engine API call it makes, over the few fields it reads, and where it is
  * decorated: the contract's `observeSeam` (a child span and a debug line
  * per call and, for the production seam, the per-call budget of
- * `timeouts`) and the wire log. The production adapter (`adapter.ts`)
- * implements it with `@google-cloud/compute`; tests may wrap it.
+ * `timeouts`) and the wire log. What a call answers is read into the views
+ * of `answers.ts`. The production adapter (`adapter.ts`) implements it
+ * with `@google-cloud/compute`; tests may wrap it.
  *
  * @module
  */
 import { type Logger, observeSeam, type Telemetry } from '@proxy-op/contract';
-import { USER_DATA_KEY } from './build.js';
-import type { GcpConfig, GcpTimeouts } from './config.js';
+import {
+  type FirewallView,
+  type InstanceView,
+  type ListedInstances,
+  lastSegment,
+  type OperationView,
+} from './answers.js';
 import { errorFields } from './errors.js';
-import { lastSegment } from './id.js';
 
-/** An instance, as far as the provider reads it. */
-export interface InstanceView {
-  readonly name: string;
-  /** The zone's name (`us-central1-a`). */
-  readonly zone: string;
-  /** The API's status (`PROVISIONING`, `RUNNING`, ...). */
-  readonly status: string;
-  readonly labels: Readonly<Record<string, string>>;
-  /** RFC 3339, as the API writes it. */
-  readonly creationTimestamp: string | undefined;
-  /** Addresses of each network interface, in order. */
-  readonly networkInterfaces: readonly {
-    readonly networkIP: string | undefined;
-    readonly natIP: string | undefined;
-  }[];
-  /** Network tags. */
-  readonly tags: readonly string[];
-}
-
-/** One error of a failed operation. */
-export interface OperationErrorItem {
-  /** The API's error type (`QUOTA_EXCEEDED`, `RESOURCE_NOT_FOUND`, ...). */
-  readonly code: string;
-  readonly message: string;
-}
-
-/** A zonal or global operation. */
-export interface OperationView {
-  readonly name: string;
-  /** `insert`, `delete`, ... */
-  readonly operationType: string;
-  /** `PENDING`, `RUNNING` or `DONE`. */
-  readonly status: string;
-  readonly targetLink: string;
-  /** RFC 3339. */
-  readonly insertTime: string;
-  /** Empty unless the operation failed. */
-  readonly errors: readonly OperationErrorItem[];
-  /** The HTTP status of a failed operation (403 for quota). */
-  readonly httpErrorStatusCode: number | undefined;
-}
-
-/** A firewall rule, as far as the provider reads it. */
-export interface FirewallView {
-  readonly name: string;
-  readonly description: string;
-  readonly sourceRanges: readonly string[];
-  readonly targetTags: readonly string[];
-  /** The TCP ports the rule allows. */
-  readonly ports: readonly string[];
-}
-
-/** What a listing of every zone found. */
-export interface ListedInstances {
-  readonly instances: readonly InstanceView[];
-  /** Zones the API reported unreachable (left out). */
-  readonly unreachable: readonly string[];
-}
+/** The metadata key cloud-init reads its user data from. */
+export const USER_DATA_KEY = 'user-data';
 
 /** The instance body of an insert, as the API takes it (JSON field names). */
 export interface InstanceBody {
@@ -162,6 +111,14 @@ export const SEAM_CALLS = [
   'deleteFirewall',
 ] as const satisfies readonly (keyof ComputeSeam)[];
 
+/** Per-call time budgets, in milliseconds (contract §4.16): the config's `timeouts`. */
+export interface GcpTimeouts {
+  /** One read: an instance, a firewall rule, a page of a listing, the operations of an instance (default 30000). */
+  readonly readMs: number;
+  /** One write: an insert or a delete, until the API has accepted it (default 60000). */
+  readonly writeMs: number;
+}
+
 /** The calls that write: their budget is `timeouts.writeMs`; every other call reads. */
 const WRITES: ReadonlySet<string> = new Set<SeamCall>([
   'insertInstance',
@@ -248,8 +205,8 @@ export function elideUserData(body: unknown): unknown {
 export interface DecorateOptions extends Pick<Telemetry, 'tracer' | 'logger'> {
   /** The configured provider name. */
   readonly provider: string;
-  /** The config: the budgets (`timeouts`) and `logPayloads`. */
-  readonly config: GcpConfig;
+  /** The config's budgets (`timeouts`) and `logPayloads`. */
+  readonly config: { readonly timeouts: GcpTimeouts; readonly logPayloads: boolean };
   /** The provider's own logger, for the wire log. */
   readonly log: Logger;
   /**

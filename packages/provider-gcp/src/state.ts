@@ -5,7 +5,7 @@
  */
 import { isIPv4 } from 'node:net';
 import type { State } from '@proxy-op/contract';
-import type { InstanceView } from './seam.js';
+import type { InstanceView } from './answers.js';
 
 /**
  * The contract's state of a Compute Engine status: `PROVISIONING`,

@@ -1,17 +1,17 @@
 /**
  * Get: the VM's state, IP, UID and creation time, read from Proxmox on
- * every call (the listing, the config, `status/current`, the guest agent).
+ * every call (the listing, the config, `status/current`, the guest agent),
+ * mapped to the contract's state by `state.ts`.
  *
  * @module
  */
-import { isIPv4 } from 'node:net';
 import type { Instance, Mark, OperationContext, State } from '@proxy-op/contract';
-import { AGENT_NOT_CONFIGURED, AGENT_NOT_RUNNING, isDoesNotExist } from './classify.js';
-import { ApiError } from './errors.js';
+import { isDoesNotExist } from './classify.js';
 import { formatId, type ProxmoxId } from './id.js';
 import { parseDescription } from './mark.js';
-import { agentEnabled, isTaskLock, type Runtime, seedVolid } from './runtime.js';
-import type { VmConfig, VmStatus } from './seam.js';
+import { isTaskLock, type Runtime, seedVolid } from './runtime.js';
+import type { VmConfig } from './seam.js';
+import { agentErrorState, agentState, mapStatus, withoutAgent } from './state.js';
 
 /** A VM of the provider's as the listing and its config show it now. */
 export interface MarkedVm {
@@ -107,26 +107,13 @@ export async function getInstance(
     : { ...base, state: agent.state, ip: agent.ip };
 }
 
-/**
- * Why a running VM can never report an address, or undefined when it can:
- * its config has no agent or switches it off (`agent: 0`, pending changes
- * included: from the next start on), or QEMU runs without the agent's
- * channel (status/current has no `agent` flag: the agent was switched on
- * only after the start, and a pending change waits for the next one).
- */
-function withoutAgent(config: VmConfig, st: VmStatus): string | undefined {
-  if (!agentEnabled(config.agent)) return 'the config has no guest agent';
-  if (st.agent !== 1) return 'the vm runs without the guest agent (enabled after its start)';
-  return undefined;
-}
-
 /** True when the VM's config has the seed of `name` on ide2, as Create's config step writes it. */
 function seedAttached(rt: Runtime, config: VmConfig, name: string): boolean {
   const ide2 = config.ide2 ?? '';
   return ide2.split(',')[0] === seedVolid(rt.config.isoStorage, name);
 }
 
-/** Reads the guest agent: Running with a routable IPv4, else what its answer means (README, Behaviour). */
+/** Asks the guest agent for the VM's addresses: Running with a routable IPv4, else what its answer means. */
 async function agentAddress(
   rt: Runtime,
   ctx: OperationContext,
@@ -134,47 +121,10 @@ async function agentAddress(
   vmid: number,
 ): Promise<{ state: State; ip?: string }> {
   try {
-    const ifaces = await rt.api.agentNetworkInterfaces({ node, vmid }, ctx.signal);
-    const ip = firstRoutableIPv4(ifaces);
-    return ip === undefined ? { state: 'Provisioning' } : { state: 'Running', ip };
+    return agentState(await rt.api.agentNetworkInterfaces({ node, vmid }, ctx.signal));
   } catch (err) {
-    if (ApiError.isInstance(err) && err.status === 500) {
-      if (err.apiMessage === AGENT_NOT_RUNNING) return { state: 'Provisioning' };
-      if (err.apiMessage === AGENT_NOT_CONFIGURED) return { state: 'Stopped' };
-    }
-    throw err;
+    const state = agentErrorState(err);
+    if (state === undefined) throw err;
+    return { state };
   }
-}
-
-/**
- * Maps `status/current` to a state, or `agent` when the guest agent
- * decides: a running VM whose QEMU is running. `prelaunch` is
- * Provisioning; paused, suspended, errors and anything unknown are Stopped.
- */
-export function mapStatus(status: string, qmpstatus: string | undefined): State | 'agent' {
-  if (status === 'running') {
-    if (qmpstatus === undefined || qmpstatus === 'running') return 'agent';
-    if (qmpstatus === 'prelaunch') return 'Provisioning';
-    return 'Stopped';
-  }
-  return 'Stopped';
-}
-
-/** The first IPv4 of the first interface, in the agent's order, that is not loopback, link-local or unspecified. */
-export function firstRoutableIPv4(
-  ifaces: readonly {
-    name: string;
-    'ip-addresses'?: readonly { 'ip-address-type': string; 'ip-address': string }[] | undefined;
-  }[],
-): string | undefined {
-  for (const iface of ifaces) {
-    if (iface.name === 'lo') continue;
-    for (const a of iface['ip-addresses'] ?? []) {
-      const ip = a['ip-address'];
-      if (a['ip-address-type'] !== 'ipv4' || !isIPv4(ip)) continue;
-      if (ip.startsWith('127.') || ip.startsWith('169.254.') || ip === '0.0.0.0') continue;
-      return ip;
-    }
-  }
-  return undefined;
 }

@@ -5,11 +5,18 @@ import { readAnswer } from '../src/answers.js';
 import { classify } from '../src/classify.js';
 import { configSchema } from '../src/config.js';
 import { bootDisk, cloudInitDrives, diskSizeBytes, rewriteNet0 } from '../src/disk.js';
-import { firstRoutableIPv4, mapStatus } from '../src/get.js';
+import { ApiError } from '../src/errors.js';
 import { parseId } from '../src/id.js';
 import { formatDescription, parseDescription } from '../src/mark.js';
 import { profile, providerModule } from '../src/module.js';
 import { API_METHODS } from '../src/seam.js';
+import {
+  agentErrorState,
+  agentState,
+  firstRoutableIPv4,
+  mapStatus,
+  withoutAgent,
+} from '../src/state.js';
 import { fnv1a64, vmidFor } from '../src/vmid.js';
 import { CLASSIFY_CASES } from './support/fixture.js';
 
@@ -137,6 +144,38 @@ describe('state mapping', () => {
       ]),
     ).toBe('192.168.4.20');
     expect(firstRoutableIPv4([{ name: 'eth0' }])).toBeUndefined();
+  });
+
+  it('agentState: Running with the first routable IPv4, Provisioning without one', () => {
+    const a = (ip: string) => ({ 'ip-address-type': 'ipv4', 'ip-address': ip });
+    expect(agentState([{ name: 'eth0', 'ip-addresses': [a('192.168.4.20')] }])).toEqual({
+      state: 'Running',
+      ip: '192.168.4.20',
+    });
+    expect(agentState([{ name: 'lo', 'ip-addresses': [a('127.0.0.1')] }])).toEqual({
+      state: 'Provisioning',
+    });
+  });
+
+  it('agentErrorState: agent not running is Provisioning, not configured is Stopped, else none', () => {
+    expect(agentErrorState(new ApiError(500, 'QEMU guest agent is not running'))).toBe(
+      'Provisioning',
+    );
+    expect(agentErrorState(new ApiError(500, 'No QEMU guest agent configured'))).toBe('Stopped');
+    expect(agentErrorState(new ApiError(500, 'something else entirely'))).toBeUndefined();
+    expect(agentErrorState(new ApiError(403, 'QEMU guest agent is not running'))).toBeUndefined();
+    expect(agentErrorState(new Error('QEMU guest agent is not running'))).toBeUndefined();
+  });
+
+  it('withoutAgent: no agent in the config, or QEMU without its channel', () => {
+    const st = (agent?: number) => ({ status: 'running', qmpstatus: 'running', agent });
+    expect(withoutAgent({ agent: '1' }, st(1))).toBeUndefined();
+    expect(withoutAgent({ agent: 'enabled=1,fstrim_cloned_disks=1' }, st(1))).toBeUndefined();
+    expect(withoutAgent({}, st(1))).toBe('the config has no guest agent');
+    expect(withoutAgent({ agent: '0' }, st(1))).toBe('the config has no guest agent');
+    expect(withoutAgent({ agent: '1' }, st())).toBe(
+      'the vm runs without the guest agent (enabled after its start)',
+    );
   });
 });
 

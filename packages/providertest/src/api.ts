@@ -1,3 +1,9 @@
+/**
+ * The part of the test runner the conformance suite uses (vitest itself
+ * fits).
+ *
+ * @module
+ */
 import type { ExpectStatic } from 'vitest';
 
 /**

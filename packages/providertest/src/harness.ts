@@ -1,3 +1,11 @@
+/**
+ * The harness a provider author writes for the conformance suite: the
+ * backend controls the sections drive (forced states, gates, planted
+ * marks, classify cases, Checker scenarios) and the fixture and factory
+ * that hand them over.
+ *
+ * @module
+ */
 import type {
   CreateRequest,
   ErrorClass,

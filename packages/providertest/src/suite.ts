@@ -1,3 +1,9 @@
+/**
+ * The whole conformance suite: every section registered for a provider,
+ * chosen by its profile.
+ *
+ * @module
+ */
 import { profileProblems } from '@proxy-op/contract';
 import {
   describeAdoptionConformance,

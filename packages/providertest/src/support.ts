@@ -1,3 +1,11 @@
+/**
+ * What every section of the conformance suite shares: the suite's options,
+ * the context each test body gets, registering a test with a fresh
+ * fixture, and the helpers its assertions use (outcomes, settling within a
+ * time, cancelling while blocked, leak searches, backend counts).
+ *
+ * @module
+ */
 import { inspect } from 'node:util';
 import {
   type CreateRequest,

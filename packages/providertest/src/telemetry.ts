@@ -1,3 +1,9 @@
+/**
+ * Recorders of what a provider emits during the suite: its log lines and
+ * its spans, and the dependencies a fixture builds the provider with.
+ *
+ * @module
+ */
 import { context, type Meter, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {

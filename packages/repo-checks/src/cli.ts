@@ -2,12 +2,16 @@
 // Node (which runs TypeScript directly):
 //   api [--update]      check the API reports against the build, or rewrite them all
 //   changesets          check that each API change has a pending changeset of the right bump
+//   cycles              list the import cycles inside each package's src/ and their count
 //   docs                build the API reference into docs/api
 //   publish [--dry-run] pack and publish every unreleased package in dependency order
+import { join } from 'node:path';
 import { buildApiReports, reportFailures, writeApiReports } from './api-report.ts';
 import { checkChangesetKinds } from './changeset-kind.ts';
 import { buildApiDocs } from './docs.ts';
+import { packageCycles } from './import-cycles.ts';
 import { publishAll } from './publish.ts';
+import { REPO_ROOT } from './workspace.ts';
 
 const [command, ...args] = process.argv.slice(2);
 
@@ -41,6 +45,12 @@ switch (command) {
     if (failures.length > 0) fail(failures);
     break;
   }
+  case 'cycles': {
+    const cycles = packageCycles(join(REPO_ROOT, 'packages'));
+    for (const line of cycles) console.log(line);
+    console.log(`cycles: ${cycles.length}`);
+    break;
+  }
   case 'docs': {
     const out = buildApiDocs();
     console.log(`docs: the API reference is in ${out}`);
@@ -57,5 +67,5 @@ switch (command) {
     break;
   }
   default:
-    fail([`usage: cli.ts api [--update] | changesets | docs | publish [--dry-run]`]);
+    fail([`usage: cli.ts api [--update] | changesets | cycles | docs | publish [--dry-run]`]);
 }

@@ -1,7 +1,3 @@
-import { abortable, createGate, type HarnessGate } from '../gate.js';
-import type { Gate } from '../harness.js';
-import { loadedFile, proxyLetsIn } from './proxy.js';
-
 /**
  * The reference provider's backend: an in-memory hypervisor with the
  * behaviours real ones have (locks, seed volumes that outlive their VM,
@@ -11,7 +7,12 @@ import { loadedFile, proxyLetsIn } from './proxy.js';
  * {@link MemorySeam}. A running VM runs a simulated proxy that loads the
  * VM's password file when it starts and again a moment after the file is
  * written, as a proxy re-reading its file does.
+ *
+ * @module
  */
+import { abortable, createGate, type HarnessGate } from '../gate.js';
+import type { Gate } from '../harness.js';
+import { loadedFile, proxyLetsIn } from './proxy.js';
 
 /** A failure as the in-memory backend reports it: a code and a body. */
 export class BackendError extends Error {

@@ -1,3 +1,10 @@
+/**
+ * The reference provider's conformance fixture: the provider over a fresh
+ * in-memory backend, with the harness that drives the backend for the
+ * suite.
+ *
+ * @module
+ */
 import {
   createProvider,
   formatMark,

@@ -1,3 +1,9 @@
+/**
+ * The reference provider's module: its config schema, profile and
+ * `providerModule`, as a provider package exports them.
+ *
+ * @module
+ */
 import type { ConfigIssue, ConfigSchema, Profile, ProviderModule } from '@proxy-op/contract';
 import {
   classify,

@@ -1,3 +1,11 @@
+/**
+ * The reference provider's implementation over its in-memory backend:
+ * config, IDs, classify, state mapping and the four operations and the
+ * Checker, written as a provider's backend logic inside the contract's
+ * operation shell.
+ *
+ * @module
+ */
 import {
   adoptionProblem,
   type CheckAnswer,

@@ -6,14 +6,28 @@
  * @module
  */
 import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
-import type { VmRecord } from './backend.js';
+
+/**
+ * What the simulated proxy sees of a VM: whether it runs, and the password
+ * files (a backend's `VmRecord` is one).
+ */
+export interface ProxiedVm {
+  /** The VM's status; the proxy answers only while it is `running`. */
+  readonly status: string;
+  /** The password file in the VM's filesystem; without one the proxy serves its sources alone. */
+  readonly passwordFile?: Uint8Array | undefined;
+  /** The password file the proxy had loaded before `passwordFile` was last written. */
+  readonly proxyFile?: Uint8Array | undefined;
+  /** When (ms since the epoch) the proxy loads `passwordFile` again, after it was written. */
+  readonly proxyReloadAt?: number | undefined;
+}
 
 /**
  * The password file the proxy of a running `vm` has loaded at `now` (ms
  * since the epoch): the one it had before the VM's file was last written
  * until `proxyReloadAt` has come, the VM's current file after it.
  */
-export function loadedFile(vm: VmRecord, now: number): Uint8Array | undefined {
+export function loadedFile(vm: ProxiedVm, now: number): Uint8Array | undefined {
   const reloaded = vm.proxyReloadAt === undefined || now >= vm.proxyReloadAt;
   return reloaded ? vm.passwordFile : vm.proxyFile;
 }
@@ -25,7 +39,7 @@ export function loadedFile(vm: VmRecord, now: number): Uint8Array | undefined {
  * lets anyone in; with one, a user of the file with the right password.
  */
 export function proxyLetsIn(
-  vm: VmRecord | undefined,
+  vm: ProxiedVm | undefined,
   credential: { readonly username: string; readonly password: string },
   now: number,
 ): boolean {

@@ -1,3 +1,9 @@
+/**
+ * The adoption section of the conformance suite (§2.1): only the caller's
+ * own instance is adopted.
+ *
+ * @module
+ */
 import {
   type ConformanceOptions,
   counts,

@@ -1,3 +1,8 @@
+/**
+ * The cancellation section of the conformance suite (§1.5).
+ *
+ * @module
+ */
 import {
   abortWhileBlocked,
   type ConformanceOptions,

@@ -1,3 +1,8 @@
+/**
+ * The Checker section of the conformance suite (§3).
+ *
+ * @module
+ */
 import { abortWhileBlocked, type ConformanceOptions, settleWithin, test } from '../support.js';
 
 /** The Checker (§3): order, reasons, its signal. */

@@ -1,3 +1,8 @@
+/**
+ * The Create section of the conformance suite (§2.1).
+ *
+ * @module
+ */
 import { isIPv4 } from 'node:net';
 import type { Placement, Provider } from '@proxy-op/contract';
 import {

@@ -1,3 +1,10 @@
+/**
+ * The proxy credentials section of the conformance suite (§2.1, §4.20):
+ * what a Create's password file lets in, and its rotation in place with
+ * `updateAuth`.
+ *
+ * @module
+ */
 import { type CreateRequest, credentialRotationOf, type ProxyAuth } from '@proxy-op/contract';
 import { hashPassword } from '@proxy-op/forward-proxy';
 import type { BackendHarness } from '../harness.js';

@@ -1,3 +1,8 @@
+/**
+ * The Delete section of the conformance suite (§2.3).
+ *
+ * @module
+ */
 import { type ConformanceOptions, counts, expectGone, outcome, test, uidOf } from '../support.js';
 
 /** Delete (§2.3): idempotence, nothing left behind, and never someone else's instance. */

@@ -1,3 +1,8 @@
+/**
+ * The errors section of the conformance suite (§5).
+ *
+ * @module
+ */
 import type { ErrorClass } from '@proxy-op/contract';
 import {
   type ConformanceOptions,

@@ -1,3 +1,8 @@
+/**
+ * The Get section of the conformance suite (§2.2).
+ *
+ * @module
+ */
 import { isIPv4 } from 'node:net';
 import {
   type ConformanceOptions,

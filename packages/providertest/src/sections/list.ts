@@ -1,3 +1,8 @@
+/**
+ * The ListByTag section of the conformance suite (§2.4, §13).
+ *
+ * @module
+ */
 import { type ConformanceOptions, required, test } from '../support.js';
 
 /** ListByTag (§2.4, §13): what is listed, installations kept apart, unreachable parts. */

@@ -1,3 +1,9 @@
+/**
+ * The observability section of the conformance suite (§9, and credentials
+ * kept out of logs and spans, §7).
+ *
+ * @module
+ */
 import { SpanName } from '@proxy-op/contract';
 import {
   type ConformanceOptions,

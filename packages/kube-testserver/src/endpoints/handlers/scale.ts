@@ -2,7 +2,8 @@
  * The scale subresource of custom resources (apiextensions-apiserver's
  * `serveScale`): GET, PUT and PATCH of `.../<name>/scale` in
  * `autoscaling/v1 Scale`, through the generic get, update and patch
- * handlers with the Scale codec. Other verbs are 405.
+ * handlers with the Scale codec, answered as a Scale, a Table (Desired,
+ * Available, Age) or its metadata. Other verbs are 405.
  *
  * @module
  */
@@ -20,13 +21,8 @@ import {
 import { isObject, type JsonObject, type JsonValue, meta, str } from '../../json.js';
 import { jsonPatch, mergePatch } from '../../patch.js';
 import { PROTOBUF_MEDIA_TYPE } from '../../protobuf/envelope.js';
-import {
-  type DecodedScale,
-  decodeScale,
-  SCALE_API_VERSION,
-  SCALE_COLUMNS,
-  SCALE_KIND,
-} from '../../scale.js';
+import { AGE_COLUMN, type Column, column, NAME_COLUMN } from '../../resource-type.js';
+import { type DecodedScale, decodeScale, SCALE_API_VERSION, SCALE_KIND } from '../../scale.js';
 import { parseIncludeObject, toPartial, toTable } from '../../table.js';
 import { writeJson } from '../responsewriters.js';
 import { type ResourceRequest, writeOptions } from './rest.js';
@@ -35,6 +31,28 @@ import { type ResourceRequest, writeOptions } from './rest.js';
 const SCALE_SCHEME = 'k8s.io/client-go/scale/util.go:146';
 /** The other versions the Scale codec knows `Scale` in. */
 const OTHER_SCALE_VERSIONS = ['extensions/v1beta1', 'apps/v1beta1', 'apps/v1beta2'];
+
+/** The columns of a Scale as a Table (`getScaleColumnsForVersion`): desired and actual replicas. */
+const SCALE_COLUMNS: readonly Column[] = [
+  NAME_COLUMN,
+  column(
+    'Desired',
+    (o) => {
+      const r = isObject(o.spec) ? o.spec.replicas : undefined;
+      return typeof r === 'number' ? r : null;
+    },
+    { type: 'integer', description: 'Number of desired replicas' },
+  ),
+  column(
+    'Available',
+    (o) => {
+      const r = isObject(o.status) ? o.status.replicas : undefined;
+      return typeof r === 'number' ? r : null;
+    },
+    { type: 'integer', description: 'Number of actual replicas' },
+  ),
+  { ...AGE_COLUMN, type: 'date' },
+];
 
 /** Serves one request to `/scale`. */
 export function serveScale(r: ResourceRequest, verb: string) {
