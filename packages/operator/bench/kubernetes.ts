@@ -35,8 +35,8 @@ type ToChild = { cmd: 'memory' } | { cmd: 'stop' };
 type FromChild =
   | { ev: 'started'; heap: number; rss: number }
   | { ev: 'ready'; at: number }
-  | { ev: 'memory'; heap: number; rss: number; backendHeap: number; lists: number }
-  | { ev: 'stopped' };
+  | { ev: 'memory'; heap: number; rss: number; lists: number }
+  | { ev: 'stopped'; backendHeap: number };
 
 function heapNow(): number {
   globalThis.gc?.();
@@ -78,17 +78,19 @@ async function child(kubeconfig: string): Promise<void> {
     if (m.cmd === 'memory') {
       const heap = heapNow();
       const rss = process.memoryUsage().rss;
-      // The reference provider's VM records live in this process too: measure their share.
-      backend.vms.clear();
-      backend.seeds.clear();
-      const backendHeap = heap - heapNow();
-      send({ ev: 'memory', heap, rss, backendHeap, lists: store.lists });
+      send({ ev: 'memory', heap, rss, lists: store.lists });
     } else {
       await operator.stop();
       await store.close();
+      // The reference provider's VM records live in this process too: their share, measured
+      // only now, as the operator stopped (a Get of a VM gone would have it created again).
+      const heap = heapNow();
+      backend.vms.clear();
+      backend.seeds.clear();
+      const backendHeap = heap - heapNow();
       await providers.close();
       client.close();
-      send({ ev: 'stopped' });
+      send({ ev: 'stopped', backendHeap });
       process.exit(0);
     }
   });
@@ -240,7 +242,7 @@ async function parent(): Promise<void> {
 
   const kubeconfig = await server.writeKubeconfig(join(root, 'kubeconfig'));
   const op = fork(fileURLToPath(import.meta.url), ['child', kubeconfig], {
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const waitFor = <E extends FromChild['ev']>(ev: E) =>
@@ -277,7 +279,7 @@ async function parent(): Promise<void> {
   await new Promise((r) => setTimeout(r, STEADY_MS));
   const steady = server.counters.summary();
   op.send({ cmd: 'stop' });
-  await waitFor('stopped');
+  const { backendHeap } = await waitFor('stopped');
   agent?.destroy();
   await server.stop();
   await rm(root, { recursive: true, force: true });
@@ -302,7 +304,7 @@ async function parent(): Promise<void> {
     `| operator heap per Proxy (after GC) | ${f(kib((mem.heap - started.heap) / N), 2)} KiB |`,
   );
   console.log(
-    `| of which the reference provider's VM records | ${f(kib(mem.backendHeap / N), 2)} KiB |`,
+    `| of which the reference provider's VM records | ${f(kib(backendHeap / N), 2)} KiB |`,
   );
   console.log(`| operator RSS growth per Proxy | ${f(kib((mem.rss - started.rss) / N), 2)} KiB |`);
   console.log(`| informer lists in the operator (1 = the first) | ${mem.lists} |`);

@@ -11,7 +11,6 @@
  */
 
 export { ROTATE_ANNOTATION } from './api/auth.js';
-// The resources: schemas, the types derived from them, validation, the CRDs.
 export { crdsYaml, customResourceDefinitions } from './api/crds.js';
 export {
   POOL_LABEL,
@@ -51,16 +50,14 @@ export {
   validateProxyManifest,
   validateProxySpec,
 } from './api/proxy.js';
-export { UsageError } from './cli/args.js';
 export { main } from './cli/main.js';
-// The operator and its settings.
 export { DEFAULTS, type Defaults, type Settings } from './defaults.js';
+export { OperatorError, OperatorErrorCode, TerminalError, UsageError } from './errors.js';
 export { KubeApiError, KubeClient, type KubeClientOptions } from './kube/client.js';
 export { SecretCredentialStore } from './kube/credentials.js';
 export { KubePoolStore, type KubePoolStoreOptions } from './kube/pools.js';
 export { KubeStore, type KubeStoreOptions } from './kube/store.js';
 export { Operator, type OperatorOptions } from './manager/operator.js';
-// The status page, for an operator run in process.
 export {
   CONTENT_SECURITY_POLICY,
   type StatusPage,
@@ -68,7 +65,6 @@ export {
   startStatusPage,
 } from './page/server.js';
 export type { PageRole } from './page/wire.js';
-// The providers.
 export {
   loadProvidersFile,
   type ProviderEntry,
@@ -78,7 +74,6 @@ export {
 } from './providers/file.js';
 export { FIRST_PARTY_PROVIDERS, ProviderRegistry } from './providers/registry.js';
 export { type ConfiguredProvider, ProviderSet, type ProvidersChange } from './providers/set.js';
-export { TerminalError } from './runtime/queue.js';
 export { FileCredentialStore } from './standalone/credentials.js';
 export { type ScanReport, type StandaloneOptions, StandaloneStore } from './standalone/store.js';
 export {
@@ -94,5 +89,4 @@ export {
   type PublishedEndpoints,
   type PublishedUpstream,
 } from './store/pools.js';
-// The stores a run mode chooses.
 export { type EventType, MemoryStore, type ProxyStore } from './store/proxies.js';

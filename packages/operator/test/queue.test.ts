@@ -1,7 +1,8 @@
 // Peer: none (the work queue with fake timers).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULTS } from '../src/defaults.js';
-import { Backoff, TerminalError, WorkQueue } from '../src/runtime/queue.js';
+import { TerminalError } from '../src/errors.js';
+import { Backoff, WorkQueue } from '../src/runtime/queue.js';
 
 function deferred() {
   let resolve!: () => void;

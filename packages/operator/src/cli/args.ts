@@ -5,15 +5,11 @@
  * @module
  */
 import { durationMs } from '../api/duration.js';
+import { UsageError } from '../errors.js';
 
 export { formatDuration } from '../api/duration.js';
 
-/** A command line the command cannot run with; `main` prints it and exits 2. */
-export class UsageError extends Error {
-  override get name(): string {
-    return 'UsageError';
-  }
-}
+export { UsageError } from '../errors.js';
 
 /** Parses a duration (`500ms`, `10s`, `5m`, `1h`, `0`) into milliseconds. */
 export function parseDuration(s: string): number {

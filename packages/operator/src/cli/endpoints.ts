@@ -9,9 +9,10 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { endpointsFile } from '../standalone/pools.js';
-import { defaultStateFile, endpointsDir } from '../standalone/state-file.js';
+import { endpointsDir } from '../standalone/state-file.js';
 import { proxyKey } from '../store/proxies.js';
 import { UsageError } from './args.js';
+import { TARGET_OPTIONS, targetOf, withCluster } from './target.js';
 
 const USAGE =
   'usage: proxy-op endpoints POOL [-n NAMESPACE] [--plain] (--standalone DIR [--state FILE] | [--kubeconfig FILE] [--context NAME])\n\nPrints the pool’s verified endpoints, one URL per line, with their credentials unless --plain. Keep them out of logs and shell history.\n';
@@ -22,12 +23,8 @@ export async function endpoints(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      namespace: { type: 'string', short: 'n', default: 'default' },
+      ...TARGET_OPTIONS,
       plain: { type: 'boolean', default: false },
-      standalone: { type: 'string' },
-      state: { type: 'string' },
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -38,13 +35,11 @@ export async function endpoints(argv: string[]): Promise<number> {
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0)
     throw new UsageError(`name one ProxyPool\n\n${USAGE}`);
-  const ns = values.namespace;
+  const where = targetOf(values);
+  const ns = where.namespace;
   let text: string | undefined;
-  if (values.standalone !== undefined) {
-    const file = endpointsFile(
-      endpointsDir(values.state ?? defaultStateFile(values.standalone)),
-      proxyKey(ns, name),
-    );
+  if (where.kind === 'standalone') {
+    const file = endpointsFile(endpointsDir(where.stateFile), proxyKey(ns, name));
     text = await readFile(file, 'utf8').catch(() => undefined);
     if (text !== undefined && values.plain) {
       text = text
@@ -57,13 +52,8 @@ export async function endpoints(argv: string[]): Promise<number> {
         .join('');
     }
   } else {
-    const { KubeClient } = await import('../kube/client.js');
     const { getOrNothing } = await import('../kube/upsert.js');
-    const client = await KubeClient.load({
-      kubeconfig: values.kubeconfig,
-      context: values.context,
-    });
-    try {
+    text = await withCluster(where, async (client) => {
       const kind = values.plain ? 'configmaps' : 'secrets';
       const o = await getOrNothing<{ data?: Record<string, string> }>(
         client,
@@ -71,15 +61,9 @@ export async function endpoints(argv: string[]): Promise<number> {
         `/api/v1/namespaces/${ns}/${kind}/${name}-endpoints`,
       );
       const raw = o?.data?.endpoints;
-      text =
-        raw === undefined
-          ? undefined
-          : values.plain
-            ? raw
-            : Buffer.from(raw, 'base64').toString('utf8');
-    } finally {
-      client.close();
-    }
+      if (raw === undefined) return undefined;
+      return values.plain ? raw : Buffer.from(raw, 'base64').toString('utf8');
+    });
   }
   if (text === undefined) {
     process.stderr.write(

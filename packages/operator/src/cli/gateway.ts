@@ -20,9 +20,10 @@ import {
 } from '@proxy-op/forward-proxy';
 import { createLogger } from '../process/log.js';
 import { upstreamsFile } from '../standalone/pools.js';
-import { defaultStateFile, endpointsDir } from '../standalone/state-file.js';
+import { endpointsDir } from '../standalone/state-file.js';
 import { proxyKey } from '../store/proxies.js';
 import { parseDuration, UsageError } from './args.js';
+import { targetOf } from './target.js';
 
 const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | [POOL] --upstreams FILE)
     --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
@@ -140,8 +141,9 @@ function upstreamsPath(
       `name one ProxyPool and --standalone DIR, or give --upstreams\n\n${USAGE}`,
     );
   }
-  const dir = endpointsDir(values.state ?? defaultStateFile(values.standalone));
-  return upstreamsFile(dir, proxyKey(values.namespace, pool));
+  const where = targetOf(values);
+  if (where.kind !== 'standalone') throw new UsageError(USAGE);
+  return upstreamsFile(endpointsDir(where.stateFile), proxyKey(where.namespace, pool));
 }
 
 /** The list at start: none while the file is not there yet (the pool has no verified Proxy). */

@@ -57,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (
-      err instanceof UsageError ||
+      UsageError.isInstance(err) ||
       (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
       process.stderr.write(`proxy-op ${command}: ${(err as Error).message}\n`);

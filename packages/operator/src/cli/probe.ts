@@ -15,10 +15,11 @@ import { settingsTarget } from '../probe/settings.js';
 import { startProbeTarget } from '../probe/target.js';
 import { readProviders } from '../providers/read.js';
 import { ProviderRegistry } from '../providers/registry.js';
-import { defaultStateFile, readStateFile } from '../standalone/state-file.js';
+import { readStateFile } from '../standalone/state-file.js';
 import { proxyKey, splitKey } from '../store/proxies.js';
 import { formatDuration, parseDuration, UsageError } from './args.js';
 import { type CliCredential, fileCredential, secretCredential } from './credential.js';
+import { TARGET_OPTIONS, type Target, targetOf, withCluster } from './target.js';
 
 const HELP = `usage: proxy-op probe NAME [--namespace NS] [--standalone DIR [--state FILE]]
                       [--kubeconfig FILE] [--context NAME] [--providers FILE]
@@ -52,15 +53,15 @@ function print(r: ProbeResult, json: boolean): number {
 /** The Proxy's endpoint and provider, from the state file or the cluster. */
 async function findProxy(
   key: string,
-  v: { standalone?: string; state?: string; kubeconfig?: string; context?: string },
+  where: Target,
 ): Promise<{
   endpoint?: string | undefined;
   provider: string;
   phase?: string | undefined;
   credentials?: CliCredential | undefined;
 }> {
-  if (v.standalone !== undefined) {
-    const state = await readStateFile(v.state ?? defaultStateFile(v.standalone));
+  if (where.kind === 'standalone') {
+    const state = await readStateFile(where.stateFile);
     const e = state.proxies[key];
     if (e === undefined) throw new UsageError(`no Proxy ${key} in the state file`);
     const file = e.status.credentials?.secretName;
@@ -71,10 +72,8 @@ async function findProxy(
       credentials: file === undefined ? undefined : await fileCredential(file),
     };
   }
-  const { KubeClient } = await import('../kube/client.js');
   const { proxyPath } = await import('../kube/raw.js');
-  const client = await KubeClient.load({ kubeconfig: v.kubeconfig, context: v.context });
-  try {
+  return withCluster(where, async (client) => {
     const o = await client.request<{
       spec: { provider: string };
       status?: { endpoint?: string; phase?: string; credentials?: { secretName?: string } };
@@ -89,9 +88,7 @@ async function findProxy(
           ? undefined
           : await secretCredential(client, splitKey(key).namespace, secret),
     };
-  } finally {
-    client.close();
-  }
+  });
 }
 
 /** Runs `proxy-op probe`; resolves with the exit code. */
@@ -100,11 +97,7 @@ export async function probeCommand(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      namespace: { type: 'string', default: 'default' },
-      standalone: { type: 'string' },
-      state: { type: 'string' },
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
+      ...TARGET_OPTIONS,
       providers: { type: 'string' },
       target: { type: 'string' },
       'get-target': { type: 'string' },
@@ -121,7 +114,7 @@ export async function probeCommand(argv: string[]): Promise<number> {
   if (name === undefined || more.length > 0) throw new UsageError('probe takes one Proxy NAME');
   const key = proxyKey(values.namespace, name);
   const timeoutMs = parseDuration(values.timeout);
-  const found = await findProxy(key, values);
+  const found = await findProxy(key, targetOf(values));
   if (found.endpoint === undefined) {
     process.stderr.write(`Proxy ${key} has no endpoint yet (phase ${found.phase ?? 'Pending'})\n`);
     return 1;

@@ -7,7 +7,8 @@
  */
 import { parseArgs } from 'node:util';
 import { age, probeCell, table } from '../page/live-table.js';
-import { defaultStateFile, entryToProxy, readStateFile } from '../standalone/state-file.js';
+import { entryToProxy, readStateFile } from '../standalone/state-file.js';
+import { targetOf } from './target.js';
 
 /** Runs `proxy-op status`; resolves with the exit code. */
 export async function status(argv: string[]): Promise<number> {
@@ -26,7 +27,9 @@ export async function status(argv: string[]): Promise<number> {
     );
     return values.help ? 0 : 2;
   }
-  const state = await readStateFile(values.state ?? defaultStateFile(values.standalone));
+  const where = targetOf({ namespace: 'default', ...values });
+  if (where.kind !== 'standalone') return 2;
+  const state = await readStateFile(where.stateFile);
   const keys = Object.keys(state.proxies).sort();
   if (values.json) {
     for (const key of keys) {

@@ -9,9 +9,9 @@
 import { parseArgs } from 'node:util';
 import { FileCredentialStore } from '../standalone/credentials.js';
 import { credentialsDir } from '../standalone/providers.js';
-import { defaultStateFile } from '../standalone/state-file.js';
 import { UsageError } from './args.js';
 import { fileCredential, secretCredential } from './credential.js';
+import { TARGET_OPTIONS, targetOf, withCluster } from './target.js';
 
 const USAGE =
   'usage: proxy-op url NAME [-n NAMESPACE] (--standalone DIR [--state FILE] | [--kubeconfig FILE] [--context NAME])\n\nPrints the Proxy’s URL with its credential (http://user:pass@ip:port). Keep it out of logs and shell history.\n';
@@ -21,14 +21,7 @@ export async function url(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n', default: 'default' },
-      standalone: { type: 'string' },
-      state: { type: 'string' },
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
-      help: { type: 'boolean' },
-    },
+    options: { ...TARGET_OPTIONS, help: { type: 'boolean' } },
   });
   if (values.help) {
     process.stdout.write(USAGE);
@@ -36,11 +29,11 @@ export async function url(argv: string[]): Promise<number> {
   }
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new UsageError(`name one Proxy\n\n${USAGE}`);
-  const namespace = values.namespace;
+  const where = targetOf(values);
+  const namespace = where.namespace;
   let found: string | undefined;
-  if (values.standalone !== undefined) {
-    const state = values.state ?? defaultStateFile(values.standalone);
-    const path = new FileCredentialStore(credentialsDir(state)).locate({
+  if (where.kind === 'standalone') {
+    const path = new FileCredentialStore(credentialsDir(where.stateFile)).locate({
       namespace,
       name,
       uid: '',
@@ -54,17 +47,12 @@ export async function url(argv: string[]): Promise<number> {
     }
     found = kept.url;
   } else {
-    const { KubeClient } = await import('../kube/client.js');
     const { credentialSecretName } = await import('../kube/credentials.js');
-    const client = await KubeClient.load({
-      kubeconfig: values.kubeconfig,
-      context: values.context,
-    });
-    try {
-      found = (await secretCredential(client, namespace, credentialSecretName(name)))?.url;
-    } finally {
-      client.close();
-    }
+    found = await withCluster(
+      where,
+      async (client) =>
+        (await secretCredential(client, namespace, credentialSecretName(name)))?.url,
+    );
   }
   if (found === undefined) {
     process.stderr.write(

@@ -9,6 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashOffThread } from './hashing.js';
 
 /** One username and password. */
 export interface Credential {
@@ -88,17 +89,39 @@ export function acceptedCredentials(rec: CredentialRecord): Credential[] {
 const lines = new Map<string, string>();
 const MAX_LINES = 10_000;
 
-function line(c: Credential): string {
-  const key = createHash('sha256')
+function lineKey(c: Credential): string {
+  return createHash('sha256')
     .update(`${c.username}\0${c.salt}\0${c.rounds ?? ''}\0${c.password}`)
     .digest('base64url');
+}
+
+function keep(key: string, l: string): void {
+  if (lines.size >= MAX_LINES) lines.clear();
+  lines.set(key, l);
+}
+
+function line(c: Credential): string {
+  const key = lineKey(c);
   let l = lines.get(key);
   if (l === undefined) {
     l = `${c.username}:${hashPassword(c.password, { salt: c.salt, rounds: c.rounds })}`;
-    if (lines.size >= MAX_LINES) lines.clear();
-    lines.set(key, l);
+    keep(key, l);
   }
   return l;
+}
+
+/**
+ * Makes the password-file lines of `rec`'s accepted credentials on the
+ * worker thread (`hashing.ts`), so {@link passwordFile} finds them made.
+ */
+export async function prepareLines(rec: CredentialRecord): Promise<void> {
+  await Promise.all(
+    acceptedCredentials(rec).map(async (c) => {
+      const key = lineKey(c);
+      if (lines.has(key)) return;
+      keep(key, `${c.username}:${await hashOffThread(c.password, c.salt, c.rounds)}`);
+    }),
+  );
 }
 
 /** The password file of a record: a `username:$6$...` line per accepted credential. */

@@ -25,6 +25,7 @@ import {
   fileHash,
   generateCredential,
   passwordFile,
+  prepareLines,
   realmOf,
 } from './credential.js';
 import {
@@ -124,6 +125,7 @@ export async function resolveCredentials(
     status.st.credentials = { ...status.st.credentials, secretName: c.store.locate(owner) };
   }
   showCredentials(c, record);
+  await prepareLines(record);
   return {
     mode: ref === undefined ? 'generated' : 'secretRef',
     record,
@@ -218,6 +220,7 @@ export async function syncCredentials(
     noteRotateRequest(c);
     changed = true;
   }
+  if (changed) await prepareLines(rec);
   const url = credentialUrl(rec.current, d.endpoint);
   if (changed || creds.urlEndpoint !== d.endpoint) {
     if (rec.source === 'generated') await c.store.write(owner, rec, url, c.signal);

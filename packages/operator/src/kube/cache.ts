@@ -1,7 +1,6 @@
 /**
- * The Kubernetes store's cache of Proxies: a `@kubernetes/client-node`
- * informer (list, then watch; started again with backoff after a failure,
- * listing again only after a 410) and, over it, the view the reconciler
+ * The Kubernetes store's cache of Proxies: the informer of Proxies
+ * (`informer.ts`) and, over it, the view the reconciler
  * reads, made from the newest of the informer's copy and the answers to
  * the operator's own writes (read-your-writes). Watch events of the
  * operator's own writes queue nothing; a user's changes queue the Proxy.
@@ -10,14 +9,11 @@
  *
  * @module
  */
-import type { KubernetesListObject, KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import type { Logger } from '@proxy-op/contract';
 import { formatProblems, type ProxyObject, validateProxySpec } from '../api/proxy.js';
-import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../runtime/message.js';
-import { sleep } from '../runtime/sleep.js';
 import { proxyKey } from '../store/proxies.js';
-import { KubeApiError, type KubeClient } from './client.js';
+import type { KubeClient } from './client.js';
+import { Informer } from './informer.js';
 import { newer, proxiesPath, type RawProxy, trim } from './raw.js';
 
 /** What the cache is built with. */
@@ -26,18 +22,13 @@ export interface ProxyCacheOptions {
   /** Watch the Proxies of this namespace only (default: every namespace). */
   readonly namespace: string | undefined;
   readonly logger: Logger;
-  /** Ends the lists in flight when the store closes. */
-  readonly signal: AbortSignal;
   /** Told once per distinct set of problems of a Proxy whose spec does not validate. */
   readonly onInvalid: (key: string, o: RawProxy, problems: readonly string[]) => void;
 }
 
 /** The informer and the reconciler's view of the Proxies. */
 export class ProxyCache {
-  readonly #client: KubeClient;
-  readonly #namespace: string | undefined;
   readonly #log: Logger;
-  readonly #signal: AbortSignal;
   readonly #onInvalid: ProxyCacheOptions['onInvalid'];
   readonly #listeners = new Set<(key: string) => void>();
   /** The objects the reconciler sees, made from the newest of the informer's copy and our own writes. */
@@ -50,115 +41,44 @@ export class ProxyCache {
   readonly #created = new Set<string>();
   /** Proxies whose spec does not validate: not reconciled, their UIDs protected from GC. */
   readonly #invalid = new Map<string, { uid: string; problems: string[] }>();
-  #informer: ListWatch<KubernetesObject> | undefined;
-  #synced = false;
-  #restartMs: number = DEFAULTS.informerRestartBaseMs;
-  #restartTimer: ReturnType<typeof setTimeout> | undefined;
-  #lists = 0;
-  #stopped = false;
+  readonly #informer: Informer<RawProxy>;
 
   constructor(opts: ProxyCacheOptions) {
-    this.#client = opts.client;
-    this.#namespace = opts.namespace;
     this.#log = opts.logger;
-    this.#signal = opts.signal;
     this.#onInvalid = opts.onInvalid;
+    this.#informer = new Informer<RawProxy>({
+      client: opts.client,
+      path: proxiesPath(opts.namespace),
+      what: `Proxies${opts.namespace ? ` in ${opts.namespace}` : ''}`,
+      kind: 'Proxy',
+      logger: opts.logger,
+      transform: trim,
+      handlers: {
+        added: (o) => this.#observed(o),
+        updated: (o) => this.#observed(o),
+        deleted: (o) => this.#removed(o),
+      },
+    });
   }
 
   /** How many full lists of Proxies the informer made (1 unless a watch expired). */
   get lists(): number {
-    return this.#lists;
+    return this.#informer.lists;
   }
 
   /** True once the informer has listed the Proxies. */
   get synced(): boolean {
-    return this.#synced;
+    return this.#informer.synced;
   }
 
   /** Starts the informer; resolves once it has listed every Proxy, rejects when `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
-    const { ListWatch, Watch } = await import('@kubernetes/client-node');
-    const path = proxiesPath(this.#namespace);
-    const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
-      const items: RawProxy[] = [];
-      let resourceVersion = '';
-      let cont: string | undefined;
-      do {
-        const page: {
-          metadata?: { resourceVersion?: string; continue?: string };
-          items: RawProxy[];
-        } = await this.#client.request({
-          operation: `listing Proxies${this.#namespace ? ` in ${this.#namespace}` : ''}`,
-          method: 'GET',
-          path,
-          query: { limit: String(DEFAULTS.listPageSize), ...(cont ? { continue: cont } : {}) },
-          signal: this.#signal,
-        });
-        if (resourceVersion === '') resourceVersion = page.metadata?.resourceVersion ?? '';
-        for (const item of page.items) items.push(trim(item));
-        cont = page.metadata?.continue;
-      } while (cont);
-      this.#lists++;
-      this.#synced = true;
-      this.#restartMs = DEFAULTS.informerRestartBaseMs;
-      this.#log.info(
-        { proxies: items.length, resourceVersion, lists: this.#lists },
-        'listed the Proxies',
-      );
-      return {
-        apiVersion: 'v1',
-        kind: 'List',
-        metadata: { resourceVersion },
-        items: items as unknown as KubernetesObject[],
-      };
-    };
-    // Bookmarks move the informer's resourceVersion along while nothing changes, so a
-    // watch started again after a quiet spell resumes instead of expiring into a new list.
-    const informer = new ListWatch<KubernetesObject>(
-      `${path}?allowWatchBookmarks=true`,
-      new Watch(this.#client.kubeConfig),
-      list,
-      false,
-    );
-    informer.on('add', (o) => this.#observed(trim(o as unknown as RawProxy)));
-    informer.on('update', (o) => this.#observed(trim(o as unknown as RawProxy)));
-    informer.on('delete', (o) => this.#removed(o as unknown as RawProxy));
-    informer.on('error', (err: unknown) => this.#informerFailed(err));
-    this.#informer = informer;
-    await informer.start();
-    while (!this.#synced) {
-      signal.throwIfAborted();
-      await sleep(50, signal);
-    }
+    await this.#informer.start(signal);
   }
 
-  /** Stops the informer (and any restart of it). */
+  /** Stops the informer. */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#restartTimer);
-    await this.#informer?.stop();
-  }
-
-  #informerFailed(err: unknown): void {
-    if (this.#stopped) return;
-    const delay = this.#restartMs;
-    this.#restartMs = Math.min(this.#restartMs * 2, DEFAULTS.informerRestartMaxMs);
-    const status = (err as { statusCode?: unknown } | null)?.statusCode;
-    const what = KubeApiError.isInstance(err)
-      ? err.message
-      : status === 403
-        ? `watching Proxies: the API server answered 403 Forbidden; the operator's service account needs this right: the watch verb on proxies in the RBAC of deploy/base`
-        : typeof status === 'number'
-          ? `watching Proxies: the API server answered ${status} ${messageOf(err)}`
-          : `watching Proxies: ${messageOf(err)}`;
-    this.#log.error({ err: what, retryInMs: delay }, 'the Proxy informer failed');
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = setTimeout(() => {
-      if (this.#stopped) return;
-      // start() resumes the watch from the last resourceVersion; only a 410 makes it list again.
-      this.#informer?.start().catch((e: unknown) => this.#informerFailed(e));
-    }, delay);
-    this.#restartTimer.unref?.();
+    await this.#informer.stop();
   }
 
   /** A Proxy added or changed, from the informer. */
@@ -190,8 +110,7 @@ export class ProxyCache {
   }
 
   #cached(key: string): RawProxy | undefined {
-    const i = key.indexOf('/');
-    return this.#informer?.get(key.slice(i + 1), key.slice(0, i)) as RawProxy | undefined;
+    return this.#informer.get(key);
   }
 
   /** The newest copy of a Proxy we know: the informer's, or our own write's answer when newer. */

@@ -13,6 +13,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULTS } from '../defaults.js';
+import { hasCode, OperatorError, OperatorErrorCode } from '../errors.js';
 
 /** How the client finds the cluster. */
 export interface KubeClientOptions {
@@ -24,6 +25,16 @@ export interface KubeClientOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** The field manager named on every write (default `proxy-op`). */
   readonly fieldManager?: string | undefined;
+}
+
+/** One event of a watch, as the API server sends it. */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  /** The object; for `ERROR`, a Status (`code` 410 when the version asked for is too old). */
+  readonly object: {
+    readonly metadata?: { readonly resourceVersion?: string };
+    readonly code?: number;
+  };
 }
 
 /** One request: the operation's name (for errors) and what to send. */
@@ -44,15 +55,13 @@ export interface KubeRequest {
   readonly signal?: AbortSignal | undefined;
 }
 
-const ERROR_BRAND = Symbol.for('@proxy-op/operator.KubeApiError');
-
 /**
  * A failed API request: the HTTP status (0 when the server could not be
  * reached), the Status `reason`, and a message that names the operation.
  */
-export class KubeApiError extends Error {
+export class KubeApiError extends OperatorError {
   /** Stable code of every Kubernetes API failure. */
-  readonly code = 'KUBE_API_ERROR';
+  readonly code = OperatorErrorCode.KubeApi;
   /** HTTP status; 0 when no answer came (connection refused, timeout). */
   readonly status: number;
   /** The Status reason (`Conflict`, `Forbidden`, `NotFound`, ...), or `''`. */
@@ -71,7 +80,6 @@ export class KubeApiError extends Error {
     this.status = status;
     this.reason = reason;
     this.operation = operation;
-    Object.defineProperty(this, ERROR_BRAND, { value: true });
   }
 
   /** Always `KubeApiError`. */
@@ -80,10 +88,8 @@ export class KubeApiError extends Error {
   }
 
   /** True for a KubeApiError, also from another copy of this package. */
-  static isInstance(e: unknown): e is KubeApiError {
-    return (
-      typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[ERROR_BRAND] === true
-    );
+  static override isInstance(e: unknown): e is KubeApiError {
+    return hasCode(e, OperatorErrorCode.KubeApi);
   }
 }
 
@@ -285,18 +291,129 @@ export class KubeClient {
       }
       return body as T;
     }
+    throw this.#failure(r.operation, answer.status, answer.text);
+  }
+
+  /** The error of an answer other than 2xx: its status, its Status reason and message. */
+  #failure(operation: string, status: number, text: string): KubeApiError {
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
     const st = (body ?? {}) as { kind?: string; reason?: string; message?: string };
     const reason = st.kind === 'Status' && typeof st.reason === 'string' ? st.reason : '';
     const said =
       st.kind === 'Status' && typeof st.message === 'string' && st.message !== ''
         ? st.message
-        : `HTTP ${answer.status}`;
-    throw new KubeApiError(
-      answer.status,
+        : `HTTP ${status}`;
+    return new KubeApiError(
+      status,
       reason,
-      r.operation,
-      `${r.operation}: ${said}${answer.status === 403 ? rbacHint(said) : ''}`,
+      operation,
+      `${operation}: ${said}${status === 403 ? rbacHint(said) : ''}`,
     );
+  }
+
+  /**
+   * Opens a watch of the collection `path` (`watch=true` with `query`) and
+   * hands each event to `onEvent` as it comes. Resolves when the server
+   * ends the stream (its `timeoutSeconds`); rejects with a
+   * {@link KubeApiError} when it answers with anything but 200 (the
+   * status and the operation in it, the RBAC rule for a 403), when the
+   * connection fails, or when nothing came for `idleMs`; ends quietly when
+   * `signal` aborts.
+   */
+  async watch(
+    r: {
+      readonly operation: string;
+      readonly path: string;
+      readonly query: Readonly<Record<string, string>>;
+      readonly idleMs: number;
+      readonly signal: AbortSignal;
+    },
+    onEvent: (event: WatchEvent) => void,
+  ): Promise<void> {
+    if (this.#closed)
+      throw new KubeApiError(0, '', r.operation, `${r.operation}: the client is closed`);
+    if (r.signal.aborted) return;
+    const url = new URL(this.server + r.path);
+    url.searchParams.set('watch', 'true');
+    for (const [k, v] of Object.entries(r.query)) url.searchParams.set(k, v);
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    const auth = await this.#authorization();
+    if (auth !== undefined) headers.Authorization = auth;
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(r.signal.reason);
+    r.signal.addEventListener('abort', onAbort, { once: true });
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    let timedOut = false;
+    const touch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        timedOut = true;
+        ac.abort(new DOMException('no event within the idle time', 'TimeoutError'));
+      }, r.idleMs);
+    };
+    try {
+      await new Promise<void>((resolve, reject) => {
+        touch();
+        const req = request(
+          url,
+          { method: 'GET', headers, agent: this.#agent, signal: ac.signal },
+          (res) => {
+            if (res.statusCode !== 200) {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (d: string) => {
+                text += d;
+              });
+              res.on('end', () => reject(this.#failure(r.operation, res.statusCode ?? 0, text)));
+              res.on('error', reject);
+              return;
+            }
+            let rest = '';
+            res.setEncoding('utf8');
+            res.on('data', (d: string) => {
+              touch();
+              const lines = (rest + d).split('\n');
+              rest = lines.pop() ?? '';
+              for (const line of lines) {
+                if (line.trim() === '') continue;
+                let event: WatchEvent;
+                try {
+                  event = JSON.parse(line) as WatchEvent;
+                } catch {
+                  continue;
+                }
+                onEvent(event);
+              }
+            });
+            res.on('end', () => resolve());
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    } catch (err) {
+      if (r.signal.aborted) return;
+      if (KubeApiError.isInstance(err)) throw err;
+      const why = timedOut
+        ? `no event within ${r.idleMs} ms`
+        : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+      throw new KubeApiError(
+        0,
+        '',
+        r.operation,
+        `${r.operation}: the watch on ${this.server} failed (${why})`,
+        { cause: err },
+      );
+    } finally {
+      clearTimeout(idle);
+      r.signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Closes the connection pool. */

@@ -10,7 +10,7 @@ import type { Logger } from '@proxy-op/contract';
 import { API_VERSION, type ProviderHealth } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
 import { messageOf } from '../runtime/message.js';
-import { sleep } from '../runtime/sleep.js';
+import { retrying } from '../runtime/retry.js';
 import { isStatus, type KubeClient } from './client.js';
 import { HEALTH_PATH, type RawHealth, trim } from './raw.js';
 
@@ -37,26 +37,19 @@ export class HealthStore {
 
   /** Lists the ProviderHealth objects, retrying with backoff until it succeeds or `signal` aborts. */
   async load(signal: AbortSignal): Promise<void> {
-    for (
-      let delay: number = DEFAULTS.informerRestartBaseMs;
-      ;
-      delay = Math.min(delay * 2, DEFAULTS.informerRestartMaxMs)
-    ) {
-      try {
-        const list = await this.#client.request<{ items: RawHealth[] }>({
+    const list = await retrying(
+      () =>
+        this.#client.request<{ items: RawHealth[] }>({
           operation: 'listing ProviderHealth',
           method: 'GET',
           path: HEALTH_PATH,
           signal,
-        });
-        for (const h of list.items) this.#health.set(h.metadata.name, trim(h));
-        return;
-      } catch (err) {
-        signal.throwIfAborted();
-        this.#log.error({ err: messageOf(err), retryInMs: delay }, 'listing ProviderHealth failed');
-        await sleep(delay, signal);
-      }
-    }
+        }),
+      signal,
+      (err, retryInMs) =>
+        this.#log.error({ err: messageOf(err), retryInMs }, 'listing ProviderHealth failed'),
+    );
+    for (const h of list.items) this.#health.set(h.metadata.name, trim(h));
   }
 
   /** Writes a provider's ProviderHealth, creating the object when it does not exist. */

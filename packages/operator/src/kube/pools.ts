@@ -1,6 +1,6 @@
 /**
- * ProxyPools on the Kubernetes API: an informer of the pools (list, then
- * watch, started again with backoff), their status through the status
+ * ProxyPools on the Kubernetes API: an informer of the pools
+ * (`informer.ts`), their status through the status
  * subresource, the Proxies a pool owns created with an owner reference (so
  * the garbage collector deletes them with the pool), and the endpoint lists
  * as a ConfigMap (no credentials) and a Secret (with them), both named
@@ -8,14 +8,10 @@
  *
  * @module
  */
-import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '@proxy-op/contract';
 import { canonicalJson } from '../api/canonical-json.js';
 import { type PoolObject, type PoolStatus, validatePoolSpec } from '../api/pool.js';
 import { API_VERSION, formatProblems, GROUP, VERSION } from '../api/proxy.js';
-import { DEFAULTS } from '../defaults.js';
-import { messageOf } from '../runtime/message.js';
-import { sleep } from '../runtime/sleep.js';
 import {
   ownerRefOf,
   type PoolProxy,
@@ -25,6 +21,7 @@ import {
 } from '../store/pools.js';
 import { type EventType, proxyKey } from '../store/proxies.js';
 import { isStatus, type KubeClient } from './client.js';
+import { Informer } from './informer.js';
 import { newer, proxiesPath, proxyPath, type RawProxy } from './raw.js';
 import type { KubeStore } from './store.js';
 import { upsert } from './upsert.js';
@@ -76,71 +73,37 @@ export class KubePoolStore implements PoolStore {
   readonly #problems = new Map<string, string>();
   readonly #listeners = new Set<(key: string) => void>();
   readonly #published = new Map<string, string>();
-  #informer: ListWatch<KubernetesObject> | undefined;
-  #restartMs: number = DEFAULTS.informerRestartBaseMs;
-  #restartTimer: ReturnType<typeof setTimeout> | undefined;
-  #stopped = false;
+  readonly #informer: Informer<RawPool>;
 
   private constructor(opts: KubePoolStoreOptions) {
     this.#client = opts.client;
     this.#proxies = opts.proxies;
     this.#namespace = opts.namespace;
     this.#log = opts.logger ?? silentLogger;
+    this.#informer = new Informer<RawPool>({
+      client: opts.client,
+      path: poolsPath(opts.namespace),
+      what: 'ProxyPools',
+      kind: 'ProxyPool',
+      logger: this.#log,
+      handlers: {
+        added: (o) => this.#observed(o),
+        updated: (o) => this.#observed(o),
+        deleted: (o) => this.#removed(o),
+      },
+    });
   }
 
   /** Starts the informer; resolves once the pools are listed. */
   static async start(opts: KubePoolStoreOptions): Promise<KubePoolStore> {
     const s = new KubePoolStore(opts);
-    const { ListWatch, Watch } = await import('@kubernetes/client-node');
-    const path = poolsPath(s.#namespace);
-    let listed = false;
-    const informer = new ListWatch<KubernetesObject>(
-      `${path}?allowWatchBookmarks=true`,
-      new Watch(s.#client.kubeConfig),
-      async () => {
-        const page = await s.#client.request<{
-          metadata?: { resourceVersion?: string };
-          items: RawPool[];
-        }>({
-          operation: 'listing ProxyPools',
-          method: 'GET',
-          path,
-          signal: s.#abort.signal,
-        });
-        listed = true;
-        s.#restartMs = DEFAULTS.informerRestartBaseMs;
-        return {
-          apiVersion: 'v1',
-          kind: 'List',
-          metadata: { resourceVersion: page.metadata?.resourceVersion ?? '' },
-          items: page.items as unknown as KubernetesObject[],
-        };
-      },
-      false,
-    );
-    informer.on('add', (o) => s.#observed(o as unknown as RawPool));
-    informer.on('update', (o) => s.#observed(o as unknown as RawPool));
-    informer.on('delete', (o) => s.#removed(o as unknown as RawPool));
-    informer.on('error', (err: unknown) => s.#failed(err));
-    s.#informer = informer;
-    await informer.start();
-    while (!listed) await sleep(20, opts.signal ?? s.#abort.signal);
+    try {
+      await s.#informer.start(opts.signal ?? s.#abort.signal);
+    } catch (err) {
+      await s.close();
+      throw err;
+    }
     return s;
-  }
-
-  #failed(err: unknown): void {
-    if (this.#stopped) return;
-    const delay = this.#restartMs;
-    this.#restartMs = Math.min(delay * 2, DEFAULTS.informerRestartMaxMs);
-    this.#log.error(
-      { err: `watching ProxyPools: ${messageOf(err)}`, retryInMs: delay },
-      'the ProxyPool informer failed',
-    );
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = setTimeout(() => {
-      if (!this.#stopped) this.#informer?.start().catch((e: unknown) => this.#failed(e));
-    }, delay);
-    this.#restartTimer.unref?.();
   }
 
   #observed(o: RawPool): void {
@@ -346,9 +309,7 @@ export class KubePoolStore implements PoolStore {
 
   /** Stops the informer and aborts the writes in flight. */
   async close(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#restartTimer);
-    await this.#informer?.stop();
+    await this.#informer.stop();
     this.#abort.abort(new Error('the pool store is closed'));
   }
 }

@@ -64,7 +64,6 @@ export class KubeStore implements ProxyStore {
       client,
       namespace: opts.namespace,
       logger,
-      signal,
       onInvalid: (key, o, problems) => {
         if (!this.#closed) {
           this.#events.record(key, o, 'Warning', 'InvalidSpec', problems.join('; '));

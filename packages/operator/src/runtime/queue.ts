@@ -6,25 +6,12 @@
  *
  * @module
  */
+import { TerminalError } from '../errors.js';
 
 /** What a reconcile asks of the queue when it succeeds. */
 export interface ReconcileResult {
   /** Run this key again after this many milliseconds (0: as soon as possible). */
   readonly requeueAfter?: number | undefined;
-}
-
-/**
- * Thrown (or wrapped) by a handler to stop retries for a key: the key is
- * forgotten and not requeued until something adds it again.
- */
-export class TerminalError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
-  /** Always `TerminalError`. */
-  override get name(): string {
-    return 'TerminalError';
-  }
 }
 
 /** Backoff bounds of the per-key rate limiter. */
@@ -253,7 +240,7 @@ export class WorkQueue {
       requeueAfter = result?.requeueAfter;
     } catch (err) {
       failure = err;
-      if (err instanceof TerminalError) {
+      if (TerminalError.isInstance(err)) {
         outcome = 'terminal';
         this.#backoff.forget(key);
       } else {

@@ -1,3 +1,11 @@
+/**
+ * The standalone store: Proxies read from a folder of manifests (watched,
+ * and rescanned every so often), their bookkeeping (UIDs, generations,
+ * finalizers, status) and each provider's health kept in the state file
+ * beside it, the folder's ProxyPools beside them (`pools.ts`).
+ *
+ * @module
+ */
 import { type FSWatcher, watch } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
