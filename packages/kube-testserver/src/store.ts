@@ -64,12 +64,14 @@ export class Store {
   }
 
   /**
-   * Forgets the history: a watch resuming from any version issued so far
-   * (the latest included) gets 410 Gone, so its client must list again.
+   * Forgets the history, as a compaction at the latest revision does: a
+   * watch resuming from any earlier version gets 410 Gone, so its client
+   * must list again; one from the latest version (what a list made now
+   * answers) is served, as kube-apiserver serves it.
    */
   expireHistory(): void {
     this.#history.length = 0;
-    this.#windowStart = this.#rv + 1;
+    this.#windowStart = this.#rv;
   }
 
   subscribe(listener: StoreListener): () => void {

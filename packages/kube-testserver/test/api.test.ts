@@ -696,7 +696,28 @@ describe('watch', () => {
     await resumed.waitFor(1);
     expect(resumed.events[0].object.metadata.name).toBe('w1');
     resumed.stop();
+    // Strictly after the version given: from w1's own version, w1 is not sent again.
+    const after = openWatch(
+      server,
+      `/api/v1/namespaces/kube-system/configmaps?watch=true&resourceVersion=${w.events[0].object.metadata.resourceVersion}`,
+    );
+    await eventually(() => after.status === 200);
+    await call(server, 'POST', '/api/v1/namespaces/kube-system/configmaps', {
+      body: { metadata: { name: 'w2' } },
+    });
+    await after.waitFor(1);
+    expect(after.events.map((e) => e.object.metadata.name)).toEqual(['w2']);
+    after.stop();
     server.faults.expireWatchWindow();
+    // As after a compaction: the latest version is still served, an earlier one is gone.
+    const latest = openWatch(
+      server,
+      `/api/v1/namespaces/kube-system/configmaps?watch=true&resourceVersion=${server.resourceVersion}`,
+    );
+    await eventually(() => latest.status === 200);
+    expect(latest.events).toEqual([]);
+    expect(latest.ended).toBe(false);
+    latest.stop();
     const gone = openWatch(
       server,
       `/api/v1/namespaces/kube-system/configmaps?watch=true&resourceVersion=${rv}`,
@@ -710,7 +731,7 @@ describe('watch', () => {
           apiVersion: 'v1',
           metadata: {},
           status: 'Failure',
-          message: `too old resource version: ${rv} (${Number(server.resourceVersion) + 1})`,
+          message: `too old resource version: ${rv} (${server.resourceVersion})`,
           reason: 'Expired',
           code: 410,
         },
@@ -741,6 +762,21 @@ describe('watch', () => {
     expect(quiet.events).toEqual([]);
     expect(quiet.ended).toBe(false);
     quiet.stop();
+    // A bookmark's version resumes after it: what comes later, nothing before.
+    const bookmark = chatty.events[0].object.metadata.resourceVersion;
+    const resumed = openWatch(
+      server,
+      `/api/v1/namespaces/kube-node-lease/configmaps?watch=true&resourceVersion=${bookmark}`,
+    );
+    await eventually(() => resumed.status === 200);
+    await call(server, 'POST', '/api/v1/namespaces/kube-node-lease/configmaps', {
+      body: { metadata: { name: 'after-bookmark' } },
+    });
+    await resumed.waitFor(1);
+    expect(resumed.events.map((e) => [e.type, e.object.metadata.name])).toEqual([
+      ['ADDED', 'after-bookmark'],
+    ]);
+    resumed.stop();
   });
 
   it('turns a change that leaves a field selector into DELETED', async () => {

@@ -16,7 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { KubeTestServer } from '../src/index.js';
-import { createCrd, eventually } from './helpers.js';
+import { call, createCrd, eventually } from './helpers.js';
 
 const crd = parse(readFileSync(new URL('fixtures/widgets-crd.yaml', import.meta.url), 'utf8'));
 
@@ -94,7 +94,11 @@ describe('informers', () => {
     await eventually(() => seen.includes('delete i1'));
     expect(server.counters.count({ verb: 'list', resource: 'widgets' })).toBe(1);
 
-    // An expired window: the resumed watch gets a 410 ERROR event and the informer lists again.
+    // An expired window: a change elsewhere, then a compaction past the informer's version;
+    // the resumed watch gets a 410 ERROR event and the informer lists again.
+    await call(server, 'POST', '/api/v1/namespaces/default/configmaps', {
+      body: { metadata: { name: 'elsewhere' } },
+    });
     server.faults.expireWatchWindow();
     server.faults.dropWatches();
     await eventually(

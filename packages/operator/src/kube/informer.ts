@@ -134,22 +134,35 @@ export class Informer<T extends InformedObject> {
   async #run(): Promise<void> {
     const stop = this.#stop.signal;
     let delay: number = DEFAULTS.informerRestartBaseMs;
+    // A version gone (410) is listed again at once; the same right after a list waits.
+    let listedNow = false;
     while (!stop.aborted) {
       try {
-        if (this.#resourceVersion === undefined) await this.#list(stop);
+        if (this.#resourceVersion === undefined) {
+          await this.#list(stop);
+          listedNow = true;
+        }
         const opened = performance.now();
-        const carried = await this.#watch(stop);
-        if (carried || performance.now() - opened >= SHORT_WATCH_MS) {
+        const outcome = await this.#watch(stop);
+        const expiredAgain = outcome === 'expired' && listedNow;
+        listedNow = false;
+        if (outcome === 'expired' && !expiredAgain) continue;
+        if (
+          outcome === 'carried' ||
+          (outcome === 'quiet' && performance.now() - opened >= SHORT_WATCH_MS)
+        ) {
           delay = DEFAULTS.informerRestartBaseMs;
           continue;
         }
       } catch (err) {
         if (stop.aborted) break;
-        if (isStatus(err, 410)) {
+        if (isStatus(err, 410) && !listedNow) {
           // The version asked for is gone: list again, at once.
           this.#resourceVersion = undefined;
           continue;
         }
+        if (isStatus(err, 410)) this.#resourceVersion = undefined;
+        listedNow = false;
         this.#o.logger.error(
           { err: messageOf(err), retryInMs: delay },
           `the ${this.#o.kind} informer failed`,
@@ -210,9 +223,10 @@ export class Informer<T extends InformedObject> {
   /**
    * One watch from the version held, until the server ends it (its
    * timeout, chosen at random between 5 and 10 minutes as client-go does);
-   * resolves with whether it carried anything.
+   * resolves with how it went: `expired` (410: list again), `carried`
+   * (events came), `quiet` (none came).
    */
-  async #watch(signal: AbortSignal): Promise<boolean> {
+  async #watch(signal: AbortSignal): Promise<'expired' | 'carried' | 'quiet'> {
     const timeoutSeconds = randomInt(300, 600);
     let carried = false;
     let expired = false;
@@ -242,10 +256,10 @@ export class Informer<T extends InformedObject> {
     );
     if (expired) {
       this.#resourceVersion = undefined;
-      return true;
+      return 'expired';
     }
     if (failure !== undefined) throw new Error(`watching ${this.#o.what}: ${failure}`);
-    return carried;
+    return carried ? 'carried' : 'quiet';
   }
 
   /** One event of the watch, taken in. */
