@@ -180,7 +180,7 @@ export type Defaults = typeof DEFAULTS;
  * default (and `run` its flag: `--probe-interval` is `probeIntervalMs`).
  * The parts of the operator take the settings they use under these names,
  * with no default of their own: the defaults are applied once, where the
- * flags are read or where the operator is built ({@link withDefaults}).
+ * flags are read or where the operator is built.
  */
 export type Settings = { readonly [K in keyof Defaults]: Widened<Defaults[K]> };
 

@@ -277,11 +277,17 @@ export interface ProxyMetadata {
 
 /** An owner reference, as Kubernetes writes them. */
 export interface OwnerReference {
+  /** The owner's `apiVersion`. */
   readonly apiVersion: string;
+  /** The owner's kind (`ProxyPool`). */
   readonly kind: string;
+  /** The owner's name. */
   readonly name: string;
+  /** The owner's UID. */
   readonly uid: string;
+  /** True for the owner that manages the object. */
   readonly controller?: boolean | undefined;
+  /** The owner cannot be deleted in the foreground before this object is. */
   readonly blockOwnerDeletion?: boolean | undefined;
 }
 

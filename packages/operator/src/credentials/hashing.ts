@@ -22,11 +22,13 @@ function hashWorker(): Worker | undefined {
   const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
   try {
     const w = new Worker(new URL(`./hash-worker.${ext}`, import.meta.url));
-    w.unref();
     w.on('message', (m: { id: number; hash: string }) => {
       waiting.get(m.id)?.resolve(m.hash);
       waiting.delete(m.id);
+      // Held only while a hash is awaited: an idle worker keeps no process alive.
+      if (waiting.size === 0) w.unref();
     });
+    w.unref();
     w.on('error', (err) => {
       for (const p of waiting.values()) p.reject(err);
       waiting.clear();
@@ -51,6 +53,7 @@ export function hashOffThread(
   const id = nextId++;
   return new Promise<string>((resolve, reject) => {
     waiting.set(id, { resolve, reject });
+    w.ref();
     w.postMessage({ id, password, salt, rounds } satisfies HashJob);
   });
 }

@@ -277,7 +277,11 @@ export class Operator {
     return this.proxies.phases();
   }
 
-  /** True when nothing is left to do right now (see {@link ProxyController.settled}). */
+  /**
+   * True when nothing is left to do right now: no Proxy queued or in flight,
+   * none being deleted, and each Ready, Unhealthy, Failed or waiting for its
+   * provider, at its current generation.
+   */
   settled(): boolean {
     return this.proxies.settled();
   }
