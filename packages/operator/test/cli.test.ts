@@ -1,5 +1,6 @@
 // Peer: the `proxy-op` command as a user runs it (bin/proxy-op.js, running main() of the built dist/cli/main.js), with a file-backed reference provider.
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type CliWorkspace, cliWorkspace, runCli, spawnCli } from './cli-support.js';
 
@@ -85,7 +86,8 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     const v = await runCli(['validate', '--standalone', '.'], {}, 20_000, ws.dir);
     expect(v.code).toBe(0);
     expect(v.stdout).toContain('no providers.yaml: the built-in "local" provider');
-    const c = await runCli(['check'], {}, 20_000, ws.dir);
+    // The local provider's default state folder is under XDG_STATE_HOME: a temp folder here.
+    const c = await runCli(['check'], { XDG_STATE_HOME: join(ws.dir, '.state') }, 20_000, ws.dir);
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/local\s+local\s+state-dir\s+yes\s+Reachable/);
     expect(c.stdout).toMatch(/local\s+local\s+address-range\s+yes\s+Reachable/);
