@@ -112,6 +112,8 @@ export const DEFAULTS = Object.freeze({
   flushDelayMs: 50,
   /** Manifest files read at once during a scan. */
   manifestReads: 32,
+  /** A manifest file larger than this is refused with a problem naming it (1 MiB). */
+  manifestMaxBytes: 1024 * 1024,
 
   // ---- the process ----
   /** Where `/metrics`, `/healthz` and `/readyz` are served (`off` disables). */
@@ -168,6 +170,8 @@ export const DEFAULTS = Object.freeze({
   statusClientBufferBytes: 4 * 1024 * 1024,
   /** Viewers at once; more are answered 503. */
   statusMaxViewers: 64,
+  /** Event streams one source address may hold at once; more are answered 429, so one client cannot take them all. */
+  statusStreamsPerSource: 8,
   /** Events kept in memory per Proxy for its detail view (the newest). */
   statusEventsPerProxy: 20,
 });

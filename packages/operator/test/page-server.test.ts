@@ -230,6 +230,44 @@ describe('the status page server', () => {
     expect(last?.data).toContain(`round ${final} `);
   });
 
+  it('caps the event streams one address holds, so one client cannot lock every viewer out', async () => {
+    const { page } = await start(new MemoryStore(), {
+      statusStreamsPerSource: 2,
+      statusMaxViewers: 3,
+    });
+    const open: Array<() => void> = [];
+    /** Opens a stream from `from` (a loopback address of its own); resolves with its status. */
+    const stream = (from: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(`${page.url}events`);
+        const req = request(
+          { host: u.hostname, port: u.port, path: u.pathname, localAddress: from },
+          (res) => {
+            open.push(() => req.destroy());
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      expect(await stream('127.0.0.1')).toBe(200);
+      expect(await stream('127.0.0.1')).toBe(200);
+      // A third from the same address is refused; another address still gets in.
+      expect(await stream('127.0.0.1')).toBe(429);
+      expect(await stream('127.0.0.2')).toBe(200);
+      // Past the viewers' bound, anyone is refused.
+      expect(await stream('127.0.0.3')).toBe(503);
+      expect(page.stats().viewers).toBe(3);
+      // A stream closed frees its address's place.
+      open.shift()?.();
+      await until(() => page.stats().viewers === 2, 5000, 'the closed stream gone');
+      expect(await stream('127.0.0.1')).toBe(200);
+    } finally {
+      for (const close of open) close();
+    }
+  });
+
   it('never sends credentials: no user info in an endpoint, no cloud-init, not on the page, the stream or the detail', async () => {
     const store = new MemoryStore();
     store.apply(

@@ -40,7 +40,8 @@ export async function validate(argv: string[]): Promise<number> {
     );
   }
   if (values.standalone !== undefined) {
-    const { count, problems } = await validateManifestsDir(values.standalone);
+    const { count, problems, warnings } = await validateManifestsDir(values.standalone);
+    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
     if (problems.length > 0) {
       bad = true;
       process.stderr.write(`${values.standalone}: invalid manifests:\n`);

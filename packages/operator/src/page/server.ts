@@ -135,9 +135,15 @@ export async function startStatusPage(opts: StatusPageOptions): Promise<StatusPa
     if (path === '/events') {
       if (head) {
         res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' }).end();
-      } else if (!stream.attach(res)) {
-        res.setHeader('retry-after', '10');
-        text(res, 503, 'too many viewers');
+      } else {
+        const refused = stream.attach(res, req.socket.remoteAddress ?? '');
+        if (refused === 'too-many-from-source') {
+          res.setHeader('retry-after', '10');
+          text(res, 429, 'too many event streams from this address');
+        } else if (refused === 'too-many-viewers') {
+          res.setHeader('retry-after', '10');
+          text(res, 503, 'too many viewers');
+        }
       }
       return;
     }

@@ -29,8 +29,15 @@ import type { CollectionName, PageRole } from './wire.js';
 /** The settings of the event stream (see `defaults.ts`). */
 export type StreamSettings = Pick<
   Settings,
-  'statusPushMs' | 'statusHeartbeatMs' | 'statusClientBufferBytes' | 'statusMaxViewers'
+  | 'statusPushMs'
+  | 'statusHeartbeatMs'
+  | 'statusClientBufferBytes'
+  | 'statusMaxViewers'
+  | 'statusStreamsPerSource'
 >;
+
+/** Why {@link StatusStream.attach} turned a viewer away. */
+export type Refusal = 'too-many-viewers' | 'too-many-from-source';
 
 /** What the stream is built with. */
 export interface StreamOptions {
@@ -66,8 +73,11 @@ export class StatusStream {
   readonly #heartbeatMs: number;
   readonly #bufferBytes: number;
   readonly #maxViewers: number;
+  readonly #perSource: number;
   readonly #log: Logger;
   readonly #viewers = new Set<ServerResponse>();
+  /** Streams open per source address. */
+  readonly #sources = new Map<string, number>();
   #source: StatusPageSource | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -88,6 +98,7 @@ export class StatusStream {
     this.#heartbeatMs = o.settings.statusHeartbeatMs;
     this.#bufferBytes = o.settings.statusClientBufferBytes;
     this.#maxViewers = o.settings.statusMaxViewers;
+    this.#perSource = o.settings.statusStreamsPerSource;
     this.#log = o.logger;
   }
 
@@ -107,9 +118,16 @@ export class StatusStream {
     if (this.#viewers.size > 0) this.#broadcast('snapshot', this.#snapshot());
   }
 
-  /** Takes a viewer: sends it the whole state, then the patches. False when there are too many. */
-  attach(res: ServerResponse): boolean {
-    if (this.#viewers.size >= this.#maxViewers) return false;
+  /**
+   * Takes a viewer from `source` (its address): sends it the whole state,
+   * then the patches. Undefined when taken; else why not: too many viewers
+   * at once, or too many from that source (so one client cannot take them
+   * all).
+   */
+  attach(res: ServerResponse, source: string): Refusal | undefined {
+    if ((this.#sources.get(source) ?? 0) >= this.#perSource) return 'too-many-from-source';
+    if (this.#viewers.size >= this.#maxViewers) return 'too-many-viewers';
+    this.#sources.set(source, (this.#sources.get(source) ?? 0) + 1);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -123,7 +141,7 @@ export class StatusStream {
       snapshot = this.#snapshotOfSent();
     } else snapshot = this.#snapshot();
     this.#viewers.add(res);
-    res.on('close', () => this.#detach(res));
+    res.on('close', () => this.#detach(res, source));
     this.#write(res, `retry: 2000\n\n`);
     this.#write(res, frame('snapshot', snapshot));
     this.#messages++;
@@ -135,7 +153,7 @@ export class StatusStream {
       }, this.#heartbeatMs);
       this.#heartbeat.unref?.();
     }
-    return true;
+    return undefined;
   }
 
   /** Ends every viewer's stream. */
@@ -144,8 +162,11 @@ export class StatusStream {
     this.#stop();
   }
 
-  #detach(res: ServerResponse): void {
-    this.#viewers.delete(res);
+  #detach(res: ServerResponse, source: string): void {
+    if (!this.#viewers.delete(res)) return;
+    const n = (this.#sources.get(source) ?? 1) - 1;
+    if (n <= 0) this.#sources.delete(source);
+    else this.#sources.set(source, n);
     if (this.#viewers.size === 0) this.#stop();
   }
 

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensurePrivateFolder, readOwnedFile, writeFileAtomic } from '@proxy-op/contract/files';
 import type { CredentialRecord } from '../credentials/credential.js';
 import type {
   CredentialOwner,
@@ -23,7 +23,8 @@ import type {
 export async function readCredentialFile(path: string): Promise<StoredCredential | undefined> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Never through a link, never another user's file, never more than a record can be.
+    text = (await readOwnedFile(path, { maxBytes: 64 * 1024 })).toString('utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
@@ -37,7 +38,9 @@ export async function readCredentialFile(path: string): Promise<StoredCredential
 
 /**
  * Credentials in files: `<dir>/<namespace>.<name>.json`, mode 0600 in a
- * 0700 folder, replaced atomically (a temporary file, then a rename).
+ * private folder (refused when another user owns it or others can write
+ * it), replaced atomically through an exclusive temporary file, read
+ * without following links.
  * Standalone mode has no Secrets, so `secretRef` is refused with what to do.
  */
 export class FileCredentialStore implements CredentialStore {
@@ -61,17 +64,9 @@ export class FileCredentialStore implements CredentialStore {
 
   /** {@inheritDoc CredentialStore.write} */
   async write(o: CredentialOwner, record: CredentialRecord, url: string | undefined) {
-    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-    const target = this.locate(o);
-    const tmp = join(this.#dir, `.${o.namespace}.${o.name}.${randomUUID()}.tmp`);
+    await ensurePrivateFolder(this.#dir);
     const body: StoredCredential = { record, ...(url === undefined ? {} : { url }) };
-    try {
-      await writeFile(tmp, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
-      await rename(tmp, target);
-    } catch (err) {
-      await rm(tmp, { force: true }).catch(() => {});
-      throw err;
-    }
+    await writeFileAtomic(this.locate(o), `${JSON.stringify(body, null, 2)}\n`);
   }
 
   /** {@inheritDoc CredentialStore.remove} */

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '@proxy-op/contract';
+import { ensurePrivateFolder, writeFileAtomic } from '@proxy-op/contract/files';
 import type { PoolGatewayStatus } from '../api/pool.js';
 import {
   type CredentialRecord,
@@ -146,7 +147,7 @@ export class GatewayProcesses implements PoolGateways {
   /** The credential (kept across restarts and spec changes) and its password file. */
   async #prepare(r: Running): Promise<void> {
     const { plan } = r;
-    await mkdir(this.#o.dir, { recursive: true, mode: 0o700 });
+    await ensurePrivateFolder(this.#o.dir);
     if (plan.auth === 'none') {
       await this.#credentials.remove(this.#owner(plan));
       await rm(this.#file(r.key, 'htpasswd'), { force: true });
@@ -161,7 +162,7 @@ export class GatewayProcesses implements PoolGateways {
     };
     const url = credentialUrl(record.current, gatewayUrl(plan));
     if (kept?.url !== url) await this.#credentials.write(owner, record, url);
-    await writeFile(this.#file(r.key, 'htpasswd'), passwordFile(record), { mode: 0o600 });
+    await writeFileAtomic(this.#file(r.key, 'htpasswd'), passwordFile(record));
   }
 
   #start(r: Running): void {
@@ -220,7 +221,7 @@ export class GatewayProcesses implements PoolGateways {
       });
     });
     if (child.pid !== undefined) {
-      writeFile(this.#file(key, 'pid'), `${child.pid}\n`, { mode: 0o600 }).catch(() => {});
+      writeFileAtomic(this.#file(key, 'pid'), `${child.pid}\n`).catch(() => {});
     }
   }
 

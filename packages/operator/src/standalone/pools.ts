@@ -10,8 +10,9 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensurePrivateFolder, writeFileAtomic } from '@proxy-op/contract/files';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolObject, PoolSpec, PoolStatus } from '../api/pool.js';
 import type { OwnerReference, ProxySpec } from '../api/proxy.js';
@@ -59,6 +60,8 @@ export class StandalonePools implements PoolStore {
   readonly #proxies: StandaloneProxies;
   readonly #dir: string;
   readonly #published = new Map<string, string>();
+  /** Pools a scan removed whose endpoint files are still to be removed. */
+  readonly #gone = new Set<string>();
 
   /** `dir`: where the endpoint files go. */
   constructor(proxies: StandaloneProxies, dir: string, state: Readonly<Record<string, PoolEntry>>) {
@@ -106,10 +109,24 @@ export class StandalonePools implements PoolStore {
     for (const [key, e] of this.#entries) {
       if (found.has(key) || invalid.has(key) || brokenFiles.has(e.source)) continue;
       this.#entries.delete(key);
+      this.#published.delete(key);
+      this.#gone.add(key);
       touched.push(key);
     }
     if (touched.length > 0) this.#proxies.changed();
     return touched;
+  }
+
+  /**
+   * Removes the endpoint files of the pools scans removed: they name
+   * Proxies (and hold credentials) that are being deleted.
+   */
+  async removeGone(): Promise<void> {
+    for (const key of [...this.#gone]) {
+      this.#gone.delete(key);
+      await rm(upstreamsFile(this.#dir, key), { force: true });
+      await rm(endpointsFile(this.#dir, key), { force: true });
+    }
   }
 
   /** Tells the listeners about pools a scan changed. */
@@ -171,22 +188,10 @@ export class StandalonePools implements PoolStore {
     const text = endpoints.withCredentials.map((u) => `${u}\n`).join('');
     const named = upstreamsText(endpoints.upstreams);
     if (this.#published.get(key) === `${text}\0${named}`) return;
-    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+    await ensurePrivateFolder(this.#dir);
     // The named list first: a gateway following it never lags behind the plain one.
-    await replaceFile(upstreamsFile(this.#dir, key), named);
-    await replaceFile(endpointsFile(this.#dir, key), text);
+    await writeFileAtomic(upstreamsFile(this.#dir, key), named);
+    await writeFileAtomic(endpointsFile(this.#dir, key), text);
     this.#published.set(key, `${text}\0${named}`);
-  }
-}
-
-/** Replaces `file` with `text` atomically (a temporary file, then a rename), mode 0600. */
-async function replaceFile(file: string, text: string): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  try {
-    await writeFile(tmp, text, { mode: 0o600 });
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
   }
 }

@@ -7,8 +7,9 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { readOwnedFile, writeFileAtomic } from '@proxy-op/contract/files';
 import type { PoolSpec, PoolStatus } from '../api/pool.js';
 import {
   FINALIZER,
@@ -22,6 +23,9 @@ import { DEFAULTS } from '../defaults.js';
 
 /** The state file's version. */
 export const STATE_VERSION = 1;
+
+/** A state file larger than this is refused (some 100,000 Proxies' worth). */
+const STATE_FILE_MAX_BYTES = 256 * 1024 * 1024;
 
 /** One Proxy as the state file keeps it. */
 export interface StateEntry {
@@ -135,7 +139,8 @@ export function endpointsDir(stateFile: string): string {
 export async function readStateFile(path: string): Promise<StateFile> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Never through a link, never a file another user owns or others can write.
+    text = (await readOwnedFile(path, { maxBytes: STATE_FILE_MAX_BYTES })).toString('utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       return { version: STATE_VERSION, proxies: {}, health: {} };
@@ -156,18 +161,11 @@ export async function readStateFile(path: string): Promise<StateFile> {
 
 /**
  * Replaces the state file with `text` atomically: a temporary file beside
- * it, written and synced, then renamed over it.
+ * it, made exclusively under a random name (never through a link someone
+ * planted), written and synced, then renamed over it.
  */
 export async function replaceStateFile(path: string, text: string): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
+  await writeFileAtomic(path, text);
 }
 
 /** The lock file of a state file: `<state file>.lock`. */

@@ -10,11 +10,12 @@ import { type FSWatcher, watch } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { type Logger, silentLogger } from '@proxy-op/contract';
+import { checkPrivateFolder } from '@proxy-op/contract/files';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { ProviderHealth, ProxyObject, ProxyStatus } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
 import type { ProxyStore } from '../store/proxies.js';
-import { readManifests } from './manifests.js';
+import { ManifestReader } from './manifests.js';
 import { StandalonePools, type StandaloneProxies } from './pools.js';
 import {
   defaultStateFile,
@@ -81,6 +82,7 @@ export class StandaloneStore implements ProxyStore {
   readonly #now: () => Date;
   readonly #writer: StateWriter;
   #problems: readonly string[] = [];
+  readonly #manifests: ManifestReader;
   #manifestKeys: ReadonlySet<string> = new Set();
   #scanning: Promise<ScanReport> | undefined;
   #rescanAgain = false;
@@ -93,6 +95,7 @@ export class StandaloneStore implements ProxyStore {
   private constructor(opts: StandaloneOptions) {
     this.dir = resolve(opts.dir);
     this.stateFile = resolve(opts.stateFile ?? defaultStateFile(opts.dir));
+    this.#manifests = new ManifestReader(this.dir);
     this.#log = opts.logger ?? silentLogger;
     this.#now = opts.now ?? (() => new Date());
     this.#writer = new StateWriter({
@@ -116,7 +119,10 @@ export class StandaloneStore implements ProxyStore {
    */
   static async open(opts: StandaloneOptions): Promise<StandaloneStore> {
     const store = new StandaloneStore(opts);
+    // The state file's folder holds the state, the credentials and the proxies' files: it must
+    // be this user's, and no one else may write it (or plant a file in it).
     await mkdir(dirname(store.stateFile), { recursive: true });
+    await checkPrivateFolder(dirname(store.stateFile));
     await lockStateFile(store.stateFile);
     try {
       const state = await readStateFile(store.stateFile);
@@ -292,8 +298,8 @@ export class StandaloneStore implements ProxyStore {
   }
 
   async #scan(): Promise<ScanReport> {
-    const read = await readManifests(this.dir, { create: true });
-    const { proxies: found, invalidKeys, brokenFiles, problems } = read;
+    const read = await this.#manifests.read({ create: true });
+    const { proxies: found, invalidKeys, brokenFiles, problems, warnings } = read;
     const created: string[] = [];
     const updated: string[] = [];
     const deleted: string[] = [];
@@ -340,12 +346,15 @@ export class StandaloneStore implements ProxyStore {
       }
       deleted.push(key);
     }
-    this.#problems = problems;
+    // Warnings show beside the problems (the live table, the page); they change nothing.
+    this.#problems = [...problems, ...warnings.map((w) => w.replace(': ', ': warning: '))];
     this.#manifestKeys = new Set(found.keys());
     for (const p of problems) this.#log.warn({ problem: p }, 'manifest problem');
+    for (const w of warnings) this.#log.warn({ warning: w }, 'manifest warning');
     const pools = this.pools.sync(read.pools, read.invalidPoolKeys, brokenFiles, now);
     // UIDs and finalizers must be on disk before the reconciler can create anything.
     if (created.length + updated.length + deleted.length + pools.length > 0) await this.flush();
+    await this.pools.removeGone();
     for (const key of [...created, ...updated, ...deleted]) this.#emit(key);
     this.pools.emit(pools);
     return { created, updated, deleted, problems };
