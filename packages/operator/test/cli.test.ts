@@ -167,7 +167,13 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     );
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
-    const metrics = await (await fetch(`${url}/metrics`)).text();
+    // The first pass over the Proxy may still be under way when the log line comes.
+    let metrics = '';
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+      metrics = await (await fetch(`${url}/metrics`)).text();
+      if (metrics.includes('proxy_op_reconcile_total')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     expect(metrics).toMatch(/proxy_op_proxies\{phase="Ready"[^}]*\} 1/);
     expect(metrics).toContain('proxy_op_reconcile_total');
     child.kill('SIGTERM');

@@ -1,7 +1,7 @@
 /**
- * The CustomResourceDefinitions of `Proxy` and `ProviderHealth`, generated
- * from the JSON schemas the TypeScript types come from, so the three never
- * disagree. `proxy-op crds` prints them; the deploy manifests ship the same
+ * The CustomResourceDefinitions of `Proxy`, `ProxyPool` and
+ * `ProviderHealth`, generated from the JSON schemas the TypeScript types
+ * come from, so schema, type and CRD never disagree. `proxy-op crds` prints them; the deploy manifests ship the same
  * text (a test fails when they drift).
  *
  * @module
