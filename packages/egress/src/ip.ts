@@ -281,11 +281,14 @@ export function embeddedIpv4(ip: Ipv6): Ipv4 | undefined {
 }
 
 /**
- * The forms an address is judged in: itself, and for an IPv6 address that
- * carries an IPv4 one, that IPv4 address too.
+ * The forms an address is judged in: itself; for an IPv6 address that
+ * carries an IPv4 one, that IPv4 address too; for an IPv4 address, its
+ * IPv4-mapped IPv6 form too (`::ffff:a.b.c.d`), so an IPv6 range that
+ * covers `::ffff:0:0/96` (such as `::/0`) holds IPv4 addresses, as it does
+ * in Squid, which keeps every IPv4 address in that form.
  */
 export function addressForms(ip: IpAddress): readonly IpAddress[] {
-  if (ip.family === 4) return [ip];
+  if (ip.family === 4) return [ip, { family: 6, words: [0, 0, 0xffff, ip.value] }];
   const v4 = embeddedIpv4(ip);
   return v4 === undefined ? [ip] : [ip, v4];
 }

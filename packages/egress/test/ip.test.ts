@@ -127,6 +127,13 @@ describe('addresses that carry an IPv4 address', () => {
     expect(v4('2001:db8::10.0.0.1')).toEqual(['2001:db8::a00:1']);
   });
 
+  it('an IPv4 address is judged in its mapped form too, as Squid keeps it', () => {
+    expect(addressForms(ip('10.0.0.1')).map(formatIp)).toEqual(['10.0.0.1', '::ffff:a00:1']);
+    const all6 = parseCidr('::/0');
+    if (all6 === undefined) throw new Error('no cidr');
+    expect(addressForms(ip('10.0.0.1')).some((f) => cidrContains(all6, f))).toBe(true);
+  });
+
   it('have the IPv6 ranges that carry an IPv4 range, for a matcher without the rule', () => {
     const ranges = carrierCidrs(parseCidr('169.254.0.0/16') as never).map(formatCidr);
     expect(ranges).toEqual(['::a9fe:0/112', '64:ff9b::a9fe:0/112']);
