@@ -230,19 +230,14 @@ export function compileEgressPolicy(
         break;
       }
     }
-    if (!inPorts(kindPorts(kind), port)) {
-      let admitted = false;
-      for (const e of allowWithPorts) {
-        if (matches(e, name, forms, port)) {
-          admitted = true;
-          break;
-        }
-      }
-      if (!admitted) return 'port';
+    if (!exempt) {
+      for (const r of DEFAULT_RANGES) if (formsIn(forms, r.cidr)) return r.rule;
+      if (isOwn(forms)) return 'host-address';
     }
-    if (exempt) return undefined;
-    for (const r of DEFAULT_RANGES) if (formsIn(forms, r.cidr)) return r.rule;
-    if (isOwn(forms)) return 'host-address';
+    if (!inPorts(kindPorts(kind), port)) {
+      for (const e of allowWithPorts) if (matches(e, name, forms, port)) return undefined;
+      return 'port';
+    }
     return undefined;
   };
 

@@ -18,7 +18,8 @@ import { type PortSpec, parseEgressEntry, parsePortSpec } from './entry.js';
  * 4. the default refused ranges (`DEFAULT_REFUSED_RANGES`) and the host's
  *    own addresses refuse.
  *
- * Ports are judged apart from addresses: `CONNECT` may reach
+ * Ports are judged apart from addresses (after them, so a refused
+ * address names its range rather than its port): `CONNECT` may reach
  * `connectPorts`, plain HTTP `httpPorts`, and an `allow` entry that names
  * a port also admits that port for what it matches.
  *

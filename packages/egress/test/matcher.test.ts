@@ -116,14 +116,16 @@ describe('allow and deny', () => {
     expect(m.checkAddress('127.0.0.1', 8081, 'http')).toBe('loopback');
     expect(m.checkAddress('127.0.0.2', 8080, 'http')).toBe('loopback');
     expect(m.checkAddress('fd00::5', 9000, 'connect')).toBeUndefined();
-    expect(m.checkAddress('fd00::5', 9001, 'connect')).toBe('port');
+    expect(m.checkAddress('fd00::5', 9001, 'connect')).toBe('private');
+    expect(m.checkAddress('2001:db8::5', 9000, 'connect')).toBe('port');
   });
 
   it('a name entry matches the name the request gave, before and after resolution', () => {
     expect(m.checkHost('internal.example', 8050, 'connect')).toBeUndefined();
     expect(m.checkAddress('192.168.7.7', 8050, 'connect', 'internal.example')).toBeUndefined();
     expect(m.checkAddress('192.168.7.7', 8050, 'connect', 'INTERNAL.example.')).toBeUndefined();
-    expect(m.checkAddress('192.168.7.7', 8050, 'connect', 'other.example')).toBe('port');
+    expect(m.checkAddress('192.168.7.7', 8050, 'connect', 'other.example')).toBe('private');
+    expect(m.checkAddress('192.0.2.7', 8050, 'connect', 'other.example')).toBe('port');
     expect(m.checkAddress('192.168.7.7', 8050, 'http', 'other.example')).toBe('private');
     expect(m.checkAddress('192.168.7.7', 8200, 'http', 'internal.example')).toBe('private');
   });
@@ -149,7 +151,8 @@ describe('allow and deny', () => {
     const p = compileEgressPolicy({ allow: ['10.0.0.5:8080'] });
     expect(p.checkHost('svc.example', 8080, 'connect')).toBeUndefined();
     expect(p.checkAddress('10.0.0.5', 8080, 'connect', 'svc.example')).toBeUndefined();
-    expect(p.checkAddress('10.0.0.6', 8080, 'connect', 'svc.example')).toBe('port');
+    expect(p.checkAddress('10.0.0.6', 8080, 'connect', 'svc.example')).toBe('private');
+    expect(p.checkAddress('192.0.2.6', 8080, 'connect', 'svc.example')).toBe('port');
     expect(p.checkHost('svc.example', 8081, 'connect')).toBe('port');
   });
 });
