@@ -267,7 +267,14 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     }
     if (route.kind === 'forward' || route.reason !== 'origin-form') {
       if (!this.#allowed) {
-        this.answer(403, 'this source may not use the proxy\n', head.method, head.target, started, 0);
+        this.answer(
+          403,
+          'this source may not use the proxy\n',
+          head.method,
+          head.target,
+          started,
+          0,
+        );
         return;
       }
     }

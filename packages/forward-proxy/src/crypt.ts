@@ -249,7 +249,11 @@ export function hashPassword(password: string, options: HashOptions = {}): strin
 export function verifyPassword(password: string | Uint8Array, hash: string): boolean {
   const parsed = parseHash(hash);
   if (parsed === undefined) return false;
-  return matches(parsed, hash, digestOf(parsed.scheme, bytesOf(password), Buffer.from(parsed.salt), parsed.rounds));
+  return matches(
+    parsed,
+    hash,
+    digestOf(parsed.scheme, bytesOf(password), Buffer.from(parsed.salt), parsed.rounds),
+  );
 }
 
 function bytesOf(password: string | Uint8Array): Buffer {
@@ -276,7 +280,12 @@ export function verifyPasswordSliced(
 ): Promise<boolean> {
   const parsed = parseHash(hash);
   if (parsed === undefined) return Promise.resolve(false);
-  const steps = digestSteps(parsed.scheme, bytesOf(password), Buffer.from(parsed.salt), parsed.rounds);
+  const steps = digestSteps(
+    parsed.scheme,
+    bytesOf(password),
+    Buffer.from(parsed.salt),
+    parsed.rounds,
+  );
   return new Promise((resolve) => {
     const slice = () => {
       const until = process.hrtime.bigint() + BigInt(Math.round(sliceMs * 1e6));

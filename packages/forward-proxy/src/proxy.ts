@@ -136,7 +136,11 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     log,
     outgoing,
     // A gateway dials its parents only: its pool has no destinations to resolve and check.
-    pool: new UpstreamPool(limits, outgoing, options.parents === undefined ? destinations : undefined),
+    pool: new UpstreamPool(
+      limits,
+      outgoing,
+      options.parents === undefined ? destinations : undefined,
+    ),
     parents: options.parents === undefined ? undefined : new ParentSet(options.parents),
     conns: new Set<TrackedConnection>(),
     tunnels: new Set<Duplex>(),

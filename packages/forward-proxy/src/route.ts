@@ -67,5 +67,11 @@ const HEALTH: Route = { kind: 'health' };
 const METRICS: Route = { kind: 'metrics' };
 
 function refuse(reason: RouteRefusal, status: number, text: string, url: string): Route {
-  return { kind: 'refuse', reason, status, text: `${text}\n`, logTarget: targetForLog(url).slice(0, 200) };
+  return {
+    kind: 'refuse',
+    reason,
+    status,
+    text: `${text}\n`,
+    logTarget: targetForLog(url).slice(0, 200),
+  };
 }

@@ -23,7 +23,10 @@ export function sourceKey(address: string | undefined): string {
   const groups = address.includes('::')
     ? [...left, ...new Array<string>(8 - left.length - right.length).fill('0'), ...right]
     : left;
-  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 /** A set of allowed source ranges. */

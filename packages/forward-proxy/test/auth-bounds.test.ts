@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicAuthorization } from '@proxy-op/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FailureLimit } from '../src/auth-limit.js';
 import { type AuthOutcome, MAX_VERIFYING, ProxyAuth } from '../src/auth.js';
+import { FailureLimit } from '../src/auth-limit.js';
 import { now } from '../src/clock.js';
 import * as crypt from '../src/crypt.js';
 import { hashPassword } from '../src/index.js';
@@ -31,8 +31,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const make = (bounds = { maxAuthorizationBytes: 1024, maxAuthFailures: 3, authFailureRefillMs: 1_000 }) =>
-  new ProxyAuth({ realm: 'r', passwordFile: file }, () => {}, bounds);
+const make = (
+  bounds = { maxAuthorizationBytes: 1024, maxAuthFailures: 3, authFailureRefillMs: 1_000 },
+) => new ProxyAuth({ realm: 'r', passwordFile: file }, () => {}, bounds);
 
 const kind = async (o: AuthOutcome | Promise<AuthOutcome>) => (await o).kind;
 
@@ -55,12 +56,12 @@ describe('what a check may cost', () => {
   it('verifies an unknown user against a stand-in hash, as costly as a known one', async () => {
     const auth = make();
     const t = now();
-    expect(await kind(auth.check(basicAuthorization({ user: 'nobody', password: 'p' }), 's', t))).toBe(
-      'refused',
-    );
-    expect(await kind(auth.check(basicAuthorization({ user: 'alice', password: 'p' }), 's', t))).toBe(
-      'refused',
-    );
+    expect(
+      await kind(auth.check(basicAuthorization({ user: 'nobody', password: 'p' }), 's', t)),
+    ).toBe('refused');
+    expect(
+      await kind(auth.check(basicAuthorization({ user: 'alice', password: 'p' }), 's', t)),
+    ).toBe('refused');
     expect(verify).toHaveBeenCalledTimes(2);
     const [unknownHash, knownHash] = verify.mock.calls.map((c) => c[1]);
     // Both SHA-512-crypt with the default rounds: the same work.
@@ -78,7 +79,11 @@ describe('what a check may cost', () => {
   });
 
   it('runs one verification per header at once, and no more than the bound of them', async () => {
-    const auth = make({ maxAuthorizationBytes: 1024, maxAuthFailures: 1000, authFailureRefillMs: 1 });
+    const auth = make({
+      maxAuthorizationBytes: 1024,
+      maxAuthFailures: 1000,
+      authFailureRefillMs: 1,
+    });
     const t = now();
     const header = basicAuthorization(alice);
     const same = [auth.check(header, 'a', t), auth.check(header, 'b', t)];
@@ -97,7 +102,8 @@ describe('failed checks per source', () => {
     const auth = make();
     const t = now();
     const wrong = basicAuthorization({ user: 'alice', password: 'wrong' });
-    for (let i = 0; i < 3; i++) expect(await kind(auth.check(wrong, 'attacker', t))).toBe('refused');
+    for (let i = 0; i < 3; i++)
+      expect(await kind(auth.check(wrong, 'attacker', t))).toBe('refused');
     const limited = auth.check(wrong, 'attacker', t + 10);
     expect(limited).toEqual({ kind: 'limited', retryAfterMs: 990 });
     // Even the right credential waits: nothing from that source is verified meanwhile.
@@ -111,20 +117,24 @@ describe('failed checks per source', () => {
   });
 
   it('lets a credential that held be verified again when its time is up, even from a bounded source', async () => {
-    const auth = new ProxyAuth({ realm: 'r', passwordFile: file, credentialsTtlMs: 100 }, () => {}, {
-      maxAuthorizationBytes: 1024,
-      maxAuthFailures: 1,
-      authFailureRefillMs: 60_000,
-    });
+    const auth = new ProxyAuth(
+      { realm: 'r', passwordFile: file, credentialsTtlMs: 100 },
+      () => {},
+      {
+        maxAuthorizationBytes: 1024,
+        maxAuthFailures: 1,
+        authFailureRefillMs: 60_000,
+      },
+    );
     const t = now();
     const right = basicAuthorization(alice);
     expect(await kind(auth.check(right, 'shared', t))).toBe('user');
-    expect(await kind(auth.check(basicAuthorization({ user: 'x', password: 'y' }), 'shared', t))).toBe(
-      'refused',
-    );
-    expect(await kind(auth.check(basicAuthorization({ user: 'x', password: 'z' }), 'shared', t))).toBe(
-      'limited',
-    );
+    expect(
+      await kind(auth.check(basicAuthorization({ user: 'x', password: 'y' }), 'shared', t)),
+    ).toBe('refused');
+    expect(
+      await kind(auth.check(basicAuthorization({ user: 'x', password: 'z' }), 'shared', t)),
+    ).toBe('limited');
     // Past its TTL, the credential that held is verified again, not refused with the source.
     expect(await kind(auth.check(right, 'shared', t + 200))).toBe('user');
     expect(verify).toHaveBeenCalledTimes(3);

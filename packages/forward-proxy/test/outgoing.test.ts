@@ -8,12 +8,12 @@ import { startForwardProxy } from '../src/proxy.js';
 import {
   freePort,
   killAllSpawned,
+  LOOPBACK_ORIGINS,
   listen,
   startProgram,
   stopProgram,
   tunnel,
   viaProxy,
-  LOOPBACK_ORIGINS,
 } from './support.js';
 
 let origin: { server: Server; port: number };

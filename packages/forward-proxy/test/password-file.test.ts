@@ -119,9 +119,9 @@ describe('ProxyAuth', () => {
     const line = await readFile(file, 'utf8');
     await replaceFile(file, `${line}bob:${hashPassword('b')}\n`);
     expect(await userOf(auth, header, t + RECHECK_MS + 1)).toBe('alice');
-    expect(await userOf(auth, basicAuthorization({ user: 'bob', password: 'b' }), t + RECHECK_MS + 2)).toBe(
-      'bob',
-    );
+    expect(
+      await userOf(auth, basicAuthorization({ user: 'bob', password: 'b' }), t + RECHECK_MS + 2),
+    ).toBe('bob');
     expect(verify).toHaveBeenCalledTimes(2);
   });
 
