@@ -6,7 +6,8 @@
 //   attacker loops (processes of their own, from another source address) send wrong passwords:
 //   1 KiB and longer (up to 12 KiB, refused unchecked), and just under the bound (700 bytes,
 //   the longest a check verifies: each one costs 25 ms of hashing until the source's failures
-//   are bounded). Goal: within 2x of idle.
+//   are bounded); and, to tell the check's cost from the flood's, the same two loops sending no
+//   credential at all (answered 407 with nothing to check). Goal: within 2x of idle.
 // - destination policy cost: small-GET throughput (32 concurrent) and the proxy's CPU time per
 //   request, through one proxy with a policy (deny and allow entries, the origin allowed by
 //   address and port) and one with an allow-everything policy, in alternating rounds; and the
@@ -51,7 +52,8 @@ const statuses = {};
 while (Date.now() < end) {
   const length = min + Math.floor(Math.random() * (max - min + 1));
   const password = 'x'.repeat(length);
-  const auth = Buffer.from('client:' + password).toString('base64');
+  // max 0: no credential at all (the same flood, with nothing to check).
+  const auth = max === 0 ? '' : 'Proxy-Authorization: Basic ' + Buffer.from('client:' + password).toString('base64') + '\\r\\n';
   const status = await new Promise((resolve) => {
     const s = connect({ host, port, localAddress: '127.0.0.3' });
     let got = '';
@@ -59,7 +61,7 @@ while (Date.now() < end) {
     s.on('data', (d) => { got += d; });
     s.on('error', () => resolve('error'));
     s.on('close', () => resolve(got.slice(9, 12) || 'closed'));
-    s.write('GET http://127.0.0.1:1/ HTTP/1.1\\r\\nHost: x\\r\\nProxy-Authorization: Basic ' + auth + '\\r\\n\\r\\n');
+    s.write('GET http://127.0.0.1:1/ HTTP/1.1\\r\\nHost: x\\r\\n' + auth + '\\r\\n');
   });
   statuses[status] = (statuses[status] ?? 0) + 1;
 }
@@ -144,6 +146,7 @@ try {
   programs.push(authed);
   const phases = [
     'idle',
+    'the same flood without credentials (nothing to check)',
     'attack, 1 KiB to 12 KiB passwords',
     'attack, 700-byte passwords',
   ] as const;
@@ -159,7 +162,9 @@ try {
           : [0, 1].map(() =>
               phase.includes('700')
                 ? attack(authed.host, authed.port, 700, 700, SECONDS + 1)
-                : attack(authed.host, authed.port, 1024, 12 * 1024, SECONDS + 1),
+                : phase.includes('KiB')
+                  ? attack(authed.host, authed.port, 1024, 12 * 1024, SECONDS + 1)
+                  : attack(authed.host, authed.port, 0, 0, SECONDS + 1),
             );
       const r = await clientLatency(authed.host, authed.port);
       lat.get(phase)?.p50.push(r.p50);
