@@ -42,7 +42,9 @@ export type RefusalRule =
 
 /** One range refused by default, with the rule that names it. */
 export interface RefusedRange {
+  /** The range, as a CIDR. */
   readonly cidr: string;
+  /** The rule a destination in it is refused by. */
   readonly rule: RefusalRule;
 }
 

@@ -12,7 +12,9 @@ export type PortSpec = number | string;
 
 /** An inclusive range of TCP ports. */
 export interface PortRange {
+  /** The first port of the range. */
   readonly from: number;
+  /** The last port of the range (the same as `from` for one port). */
   readonly to: number;
 }
 

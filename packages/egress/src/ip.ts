@@ -11,13 +11,17 @@
 
 /** An IPv4 address: one unsigned 32-bit number. */
 export interface Ipv4 {
+  /** The address family. */
   readonly family: 4;
+  /** The address as an unsigned 32-bit number. */
   readonly value: number;
 }
 
 /** An IPv6 address: four unsigned 32-bit words, the most significant first. */
 export interface Ipv6 {
+  /** The address family. */
   readonly family: 6;
+  /** The address as four unsigned 32-bit words, the most significant first. */
   readonly words: readonly [number, number, number, number];
 }
 

@@ -38,7 +38,9 @@ export type EgressKind = 'http' | 'connect';
 
 /** An address and port the proxy listens on. */
 export interface ListeningAddress {
+  /** The address (an unspecified one, `0.0.0.0` or `::`, for every address). */
   readonly address: string;
+  /** The TCP port. */
   readonly port: number;
 }
 

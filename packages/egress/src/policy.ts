@@ -49,9 +49,9 @@ export const MAX_ENTRIES = 1024;
 
 /**
  * Every problem with `policy`, each naming its field path under `field`
- * and the fix (`egress.allow[2]: "10.0.0.0/33" is not a CIDR, address or
- * host name; write 10.0.0.0/8 or api.example.com`); empty when it is good.
- * `undefined` is a good policy (the defaults).
+ * and the fix, such as
+ * `egress.allow[2]: "10.0.0.0/33" is not a CIDR, address or host name; ...`;
+ * empty when it is good. `undefined` is a good policy (the defaults).
  */
 export function egressPolicyProblems(policy: unknown, field = 'egress'): string[] {
   if (policy === undefined) return [];
