@@ -217,6 +217,29 @@ export class ProxyAuth {
     });
   }
 
+  /**
+   * The answer to a refused check: 407 with the challenge, 429 with
+   * `Retry-After` for a source that failed too often, 503 when too many
+   * verifications run; `fields` are header lines (each ending in CRLF).
+   */
+  refusal(o: Exclude<AuthOutcome, { kind: 'user' }>): {
+    status: number;
+    text: string;
+    fields: string;
+  } {
+    if (o.kind === 'limited') {
+      const seconds = Math.max(1, Math.ceil(o.retryAfterMs / 1000));
+      const text = 'too many failed credentials from this source; try again later\n';
+      return { status: 429, text, fields: `Retry-After: ${seconds}\r\n` };
+    }
+    if (o.kind === 'busy') {
+      const text = 'the proxy is busy checking credentials; try again\n';
+      return { status: 503, text, fields: 'Retry-After: 1\r\n' };
+    }
+    const text = 'this proxy needs a user and password (Basic)\n';
+    return { status: 407, text, fields: `Proxy-Authenticate: ${this.challenge}\r\n` };
+  }
+
   /** A refusal that counts against the source: 407, or 429 once its bucket is empty. */
   #failed(source: string, now: number): AuthOutcome {
     const wait = this.#failures.take(source, now);

@@ -17,6 +17,7 @@ import { httpDate, isoTime } from './http-date.js';
 import { HeadError, parseRequestHead, type RequestHead } from './http1.js';
 import { metricsText } from './parents.js';
 import { HeadReader } from './reader.js';
+import { REASONS } from './reasons.js';
 import { routeRequest } from './route.js';
 import { sourceKey } from './sources.js';
 import { openTunnel } from './tunnel.js';
@@ -30,21 +31,6 @@ const TUNNEL = 2;
 const DONE = 3;
 /** A credential is being verified: nothing more is read until it is. */
 const AUTH = 4;
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  407: 'Proxy Authentication Required',
-  408: 'Request Timeout',
-  417: 'Expectation Failed',
-  429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large',
-  501: 'Not Implemented',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-  505: 'HTTP Version Not Supported',
-};
 
 const EMPTY = Buffer.alloc(0);
 const ORIGIN_FORM = 'a proxy request needs an absolute URI (http://host/path)\n';
@@ -447,20 +433,8 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         then(o.user);
         return;
       }
-      if (o.kind === 'limited') {
-        const seconds = Math.max(1, Math.ceil(o.retryAfterMs / 1000));
-        const text = 'too many failed credentials from this source; try again later\n';
-        this.answer(429, text, head.method, target, started, 0, `Retry-After: ${seconds}\r\n`);
-        return;
-      }
-      if (o.kind === 'busy') {
-        const text = 'the proxy is busy checking credentials; try again\n';
-        this.answer(503, text, head.method, target, started, 0, 'Retry-After: 1\r\n');
-        return;
-      }
-      const text = 'this proxy needs a user and password (Basic)\n';
-      const challenge = `Proxy-Authenticate: ${auth.challenge}\r\n`;
-      this.answer(407, text, head.method, target, started, 0, challenge);
+      const r = auth.refusal(o);
+      this.answer(r.status, r.text, head.method, target, started, 0, r.fields);
     };
     if (!(outcome instanceof Promise)) {
       decide(outcome);

@@ -117,8 +117,6 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
 
   start(): void {
     const { parents, destinations } = this.#conn.ctx;
-    // The host as the request names it; the addresses a name resolves to are checked as it is
-    // dialled (a gateway's parents check those).
     const refused = destinations.check(this.#target.host, this.#target.port, 'http');
     if (refused !== undefined) {
       this.#fail(403, refusalText(refused));

@@ -22,6 +22,7 @@ import { HeadError, parseResponseHead } from './http1.js';
 import type { Parent } from './parents.js';
 import { ReadBuffer } from './read-buffers.js';
 import { HeadReader } from './reader.js';
+import { REASONS } from './reasons.js';
 import { parseAuthority } from './target.js';
 
 /** Who asked for a tunnel, for its refusal and its access-log line. */
@@ -40,14 +41,6 @@ export interface TunnelClient {
 
 /** Largest answer head a parent may send to CONNECT. */
 const MAX_PARENT_HEAD = 16 * 1024;
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-};
 
 /** Opens a tunnel for `client`, whose CONNECT head has been read; `head` is what followed it. */
 export function openTunnel(
