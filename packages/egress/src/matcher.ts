@@ -25,6 +25,7 @@ import {
   addressForms,
   type Cidr,
   cidrContains,
+  cidrCovers,
   formatIp,
   type IpAddress,
   parseCidr,
@@ -107,6 +108,14 @@ const UNSPECIFIED_OR_LOOPBACK: readonly Cidr[] = [
   '::1/128',
 ].map((c) => parseCidr(c) as Cidr);
 
+/** Where IPv6 keeps IPv4 addresses: `::ffff:0:0/96`. */
+const MAPPED = parseCidr('::ffff:0:0/96') as Cidr;
+
+/** True when two ranges share an address. */
+function overlaps(a: Cidr, b: Cidr): boolean {
+  return cidrCovers(a, b) || cidrCovers(b, a);
+}
+
 /** The address a host spells literally, parsed, or undefined for a name. */
 function literal(host: string): IpAddress | undefined {
   const ip = parseIp(host);
@@ -158,6 +167,13 @@ export function compileEgressPolicy(
   const httpPorts = portsOf(policy?.httpPorts ?? DEFAULT_HTTP_PORTS);
   /** Allow entries that name a port, by what they match. */
   const allowWithPorts = allow.filter((e) => e.ports !== undefined);
+  // An IPv4 address is judged in its IPv4-mapped form too only where an entry could hold it: no
+  // default range does, so most policies judge it once.
+  const needMapped = [...allow, ...deny].some(
+    (e) => e.kind === 'cidr' && e.cidr.family === 6 && overlaps(e.cidr, MAPPED),
+  );
+  const formsOf = (ip: IpAddress): readonly IpAddress[] =>
+    ip.family === 4 && !needMapped ? [ip] : addressForms(ip);
   const listening: Listening[] = (options.listening ?? []).map((l) => {
     const ip = parseIp(l.address);
     const any =
@@ -249,10 +265,12 @@ export function compileEgressPolicy(
     return normalizeHostName(h) ?? (h.endsWith('.') ? h.slice(0, -1) : h).toLowerCase();
   };
 
+  let lastHost: string | undefined;
+  let lastName: string | undefined;
   return {
     checkHost(host, port, kind) {
       const ip = literal(host);
-      if (ip !== undefined) return judge(addressForms(ip), port, kind, undefined);
+      if (ip !== undefined) return judge(formsOf(ip), port, kind, undefined);
       const name = nameOf(host);
       for (const e of deny) if (matches(e, name, undefined, port)) return 'denied';
       if (inPorts(kindPorts(kind), port)) return undefined;
@@ -266,8 +284,12 @@ export function compileEgressPolicy(
     checkAddress(address, port, kind, host) {
       const ip = literal(address);
       if (ip === undefined) return 'denied'; // not an address: nothing to dial
-      const name = host === undefined || literal(host) !== undefined ? undefined : nameOf(host);
-      return judge(addressForms(ip), port, kind, name);
+      // A name's addresses are checked one after another: its normal form is kept for the next.
+      if (host !== lastHost) {
+        lastHost = host;
+        lastName = host === undefined || literal(host) !== undefined ? undefined : nameOf(host);
+      }
+      return judge(formsOf(ip), port, kind, lastName);
     },
     literalAddress(host) {
       const ip = literal(host);
