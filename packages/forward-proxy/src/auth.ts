@@ -183,15 +183,19 @@ export class ProxyAuth {
     if (known && kept.until > now) return { kind: 'user', user: kept.user };
     const creds = basicCredentials(value);
     if (creds === undefined) return this.#failed(source, now);
-    // A header that held when it was last verified (its time is up, its line unchanged) is
-    // verified again without a token: it is no guess, and its client shares a source with others.
-    const wait = known ? undefined : this.#failures.take(source, now);
-    if (wait !== undefined) return { kind: 'limited', retryAfterMs: wait };
     const hash = users.get(creds.user);
     let verifying = this.#verifying.get(key);
+    // A header that held when it was last verified (its time is up, its line unchanged) is
+    // verified again without a token: it is no guess, and its client shares a source with others.
+    // One verification per header runs at a time, and a check that joins it takes no token.
+    const charged = !known && verifying === undefined;
+    if (charged) {
+      const wait = this.#failures.take(source, now);
+      if (wait !== undefined) return { kind: 'limited', retryAfterMs: wait };
+    }
     if (verifying === undefined) {
       if (this.#verifying.size >= MAX_VERIFYING) {
-        if (!known) this.#failures.give(source, now);
+        if (charged) this.#failures.give(source, now);
         return BUSY;
       }
       verifying = verifyPasswordSliced(creds.password, hash ?? STAND_IN_HASH).then(
@@ -205,7 +209,7 @@ export class ProxyAuth {
     }
     return verifying.then((ok): AuthOutcome => {
       if (!ok || hash === undefined) return REFUSED;
-      if (!known) this.#failures.give(source, now);
+      if (charged) this.#failures.give(source, now);
       // Trusted later only while the user's line is still the one it was checked against.
       this.#cache.delete(key);
       if (this.#cache.size >= MAX_CACHED) {

@@ -140,6 +140,22 @@ describe('failed checks per source', () => {
     expect(verify).toHaveBeenCalledTimes(3);
   });
 
+  it('charges one token for a header checked by many requests at once', async () => {
+    const auth = make();
+    const t = now();
+    const right = basicAuthorization(alice);
+    const many = Array.from({ length: 30 }, () => auth.check(right, 'one-source', t));
+    expect(await Promise.all(many.map(kind))).toEqual(Array(30).fill('user'));
+    expect(verify).toHaveBeenCalledTimes(1);
+    const wrong = basicAuthorization({ user: 'alice', password: 'wrong' });
+    const failing = Array.from({ length: 30 }, () => auth.check(wrong, 'one-source', t));
+    expect(await Promise.all(failing.map(kind))).toEqual(Array(30).fill('refused'));
+    // One failure counted, not thirty: two more tries before the source is bounded.
+    expect(
+      await kind(auth.check(basicAuthorization({ ...alice, password: 'x' }), 'one-source', t)),
+    ).toBe('refused');
+  });
+
   it('counts malformed and overlong credentials, not missing ones', async () => {
     const auth = make();
     const t = now();
