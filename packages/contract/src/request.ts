@@ -1,3 +1,4 @@
+import { egressPolicyProblems } from '@proxy-op/egress';
 import { cidrProblem } from './cidr.js';
 import { PermanentError } from './errors.js';
 import { DEFAULT_INSTALLATION, installationProblem } from './marks.js';
@@ -56,6 +57,10 @@ export function checkCreateRequest(provider: string, req: CreateRequest): Checke
   const problem = installationProblem(installation);
   if (problem !== undefined) throw bad(`installation ${problem}`);
   if (req.auth !== undefined) checkProxyAuth(provider, 'create', req.auth, 'request.auth');
+  if (req.egress !== undefined) {
+    const problems = egressPolicyProblems(req.egress);
+    if (problems.length > 0) throw bad(problems.join('; '));
+  }
   return { ...req, installation };
 }
 

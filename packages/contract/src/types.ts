@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '@proxy-op/egress';
 import type { CallOptions } from './abort.js';
 
 /** The lifecycle state a provider reports for an instance. */
@@ -65,6 +66,17 @@ export interface CreateRequest {
    * delivers {@link ProxyAuth.passwordFile} to it. Omitted: sources only.
    */
   readonly auth?: ProxyAuth | undefined;
+  /**
+   * Where the proxy may connect to on its clients' behalf: `allow` and
+   * `deny` lists of CIDRs, addresses and host names (each with an optional
+   * port) and the ports `CONNECT` and plain HTTP may reach (see
+   * `@proxy-op/egress`). Omitted, the safe defaults apply: no loopback,
+   * link-local, metadata, private, multicast or broadcast destination, the
+   * host's own addresses and the proxy itself refused, `CONNECT` to 443
+   * only. A provider that configures its proxy itself (a generated Squid
+   * config, a local process) passes it on.
+   */
+  readonly egress?: EgressPolicy | undefined;
 }
 
 /**

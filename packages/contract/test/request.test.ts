@@ -34,6 +34,11 @@ describe('checkCreateRequest', () => {
     );
   });
 
+  it('passes a good destination policy through', () => {
+    const egress = { allow: ['10.1.0.0/16', 'db.internal:5432'], connectPorts: [443, '8443'] };
+    expect(checkCreateRequest('p', { ...ok, egress }).egress).toEqual(egress);
+  });
+
   it('fills in the default installation', () => {
     expect(checkCreateRequest('p', ok).installation).toBe('default');
     expect(checkCreateRequest('p', { ...ok, installation: 'blue' }).installation).toBe('blue');
@@ -50,6 +55,13 @@ describe('checkCreateRequest', () => {
     [{ allowedSources: [] }, /allowedSources is empty/],
     [{ allowedSources: ['10.0.0.0/8', 'nope'] }, /allowedSources\[1\]: "nope" does not start/],
     [{ allowedSources: ['10.0.0.0/33'] }, /allowedSources\[0\]: .*prefix length/],
+    [
+      { egress: { allow: ['10.0.0.0/8', '10.0.0.0/33'] } },
+      /^egress\.allow\[1\]: "10\.0\.0\.0\/33" is not a CIDR, address or host name; write 10\.0\.0\.0\/8/,
+    ],
+    [{ egress: { connectPorts: [70000] } }, /^egress\.connectPorts\[0\]: 70000 is not a port/],
+    [{ egress: { allowed: [] } as never }, /^egress\.allowed: unknown field/],
+    [{ egress: 'open' as never }, /^egress: must be an object/],
   ])('rejects %j as Permanent naming the field', (patch, want) => {
     expect(permanentMessage(() => checkCreateRequest('p', { ...ok, ...patch }))).toMatch(want);
   });

@@ -50,8 +50,10 @@ const started: { stop(): Promise<void> }[] = [];
 let squid: Squid | undefined;
 try {
   const ups = [];
+  // The origin is on loopback, which the default destination policy refuses: allowed by port.
+  const egress = { allow: [`127.0.0.1:${origin.http}`, `127.0.0.1:${origin.source}`] };
   for (const [i, host] of ['127.0.5.10', '127.0.5.11'].entries()) {
-    const up = await startProgram(proxyServerPath(), `up-${i}`, host);
+    const up = await startProgram(proxyServerPath(), `up-${i}`, host, { egress });
     started.push(up);
     ups.push(up);
   }
@@ -64,6 +66,7 @@ try {
   );
   const gateway = await startProgram(proxyServerPath(), 'gateway', '127.0.5.20', {
     parents: { file: list },
+    egress,
   });
   started.push(gateway);
   squid = await startSquid(squidBinary, [

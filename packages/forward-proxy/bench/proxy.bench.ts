@@ -5,7 +5,7 @@
 // (anonymous) part of the peak, which is what each further proxy process costs (the pages of the
 // program's own binary are shared by every process that runs it).
 //
-// Run with `npm run bench` (after `npm run build`). BENCH_ROUNDS (default 3) sets the rounds,
+// Run with `npm run bench` (after `npm run build`; it runs front-door.bench.ts next). BENCH_ROUNDS (default 3) sets the rounds,
 // BENCH_SECONDS (default 3) the length of each measurement. SQUID names the squid binary (default
 // `squid` on the PATH or /usr/sbin/squid); without one the Squid column is left out and the run
 // says how to install it. BENCH_BASELINE names another build of the proxy program
@@ -55,7 +55,9 @@ let proxy: Awaited<ReturnType<typeof startProgram>> | undefined;
 let baseline: Awaited<ReturnType<typeof startProgram>> | undefined;
 
 try {
-  proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.5.2');
+  // The origin is on loopback, which the default destination policy refuses: allowed by port.
+  const egress = { allow: [`127.0.0.1:${origin.http}`, `127.0.0.1:${origin.source}`] };
+  proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.5.2', { egress });
   const absolute = (p: string) => `http://127.0.0.1:${origin.http}${p}`;
   const columns: Column[] = [
     { name: 'direct', host: '127.0.0.1', port: origin.http, path: (p) => p, tunnels: false },
@@ -73,7 +75,7 @@ try {
   }
   const baselineProgram = process.env.BENCH_BASELINE;
   if (baselineProgram !== undefined && baselineProgram !== '') {
-    baseline = await startProgram(baselineProgram, 'baseline', '127.0.5.250');
+    baseline = await startProgram(baselineProgram, 'baseline', '127.0.5.250', { egress });
     columns.push({
       name: 'baseline',
       host: baseline.host,

@@ -16,6 +16,7 @@
 import { now as clock } from './clock.js';
 import { fs } from './fs.js';
 import { isoTime } from './http-date.js';
+import { targetForLog } from './log-target.js';
 
 const { close: closeFile, open, write: writeFile } = fs;
 
@@ -29,7 +30,10 @@ export interface AccessLogEntry {
   readonly user?: string | undefined;
   /** The request method (`CONNECT` for a tunnel). */
   readonly method: string;
-  /** The request target: an absolute URL, or `host:port` for a tunnel. */
+  /**
+   * The request target: an absolute URL without user info or query, or
+   * `host:port` for a tunnel (at most 200 characters).
+   */
   readonly target: string;
   /** The answer's status: the origin's, or the proxy's own for a request it refused. */
   readonly status: number;
@@ -140,7 +144,8 @@ export function openAccessLog(path: string): AccessLog {
       // The line goes straight into a buffer outside the JS heap, so the lines
       // waiting for their write are not strings the garbage collector moves
       // to its old generation (they made up most of what it collected).
-      const line = `${JSON.stringify(e)}\n`;
+      // One place for every path: the target never carries user info or a query.
+      const line = `${JSON.stringify({ ...e, target: targetForLog(e.target) })}\n`;
       const n = Buffer.byteLength(line, 'utf8');
       if (writing + queuedBytes + used + n > LOG_BACKLOG_BYTES) {
         dropped++;

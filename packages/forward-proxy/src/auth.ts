@@ -2,14 +2,23 @@
  * Basic proxy authentication (RFC 9110 §11.7, RFC 7617): the
  * `Proxy-Authorization` of each request checked against the password file,
  * as Squid does with `basic_ncsa_auth`. A verification costs thousands of
- * SHA-512 rounds, so each result is kept for a while, keyed by a digest of
- * the header (never the header itself), and trusted only while the user's
- * line in the file is the one it was checked against.
+ * SHA-512 rounds, so a success is kept for a while, keyed by a keyed digest
+ * of the header (never the header itself), and trusted only while the
+ * user's line in the file is the one it was checked against.
+ *
+ * What a check may cost is not the client's choice: a header longer than
+ * `maxAuthorizationBytes` is refused unread; a verification runs in slices
+ * of about a millisecond with the event loop handed back between them; an
+ * unknown user is verified against a stand-in hash, so it costs what a
+ * known one does and tells nothing; failed checks per source are bounded
+ * (`FailureLimit`: 429 once a source's bucket is empty); and at most
+ * {@link MAX_VERIFYING} verifications run at once (503 beyond).
  *
  * @module
  */
+import { FailureLimit } from './auth-limit.js';
 import { now as clock } from './clock.js';
-import { verifyPassword } from './crypt.js';
+import { verifyPasswordSliced } from './crypt.js';
 import { crypto } from './lazy-crypto.js';
 import { WatchedPasswordFile } from './password-file.js';
 
@@ -39,13 +48,49 @@ export interface ProxyAuthOptions {
 export const DEFAULT_CREDENTIALS_TTL_MS = 60_000;
 /** Most verifications kept at once; the oldest go first. */
 const MAX_CACHED = 4096;
+/** Verifications running at once, at most; a check beyond them is answered 503. */
+export const MAX_VERIFYING = 32;
+/**
+ * What an unknown user's password is verified against: a well-formed
+ * SHA-512-crypt hash with the default rounds, which no password matches
+ * (the result is thrown away anyway), so the check costs what a known
+ * user's does.
+ */
+const STAND_IN_HASH = `$6$${'.'.repeat(16)}$${'.'.repeat(86)}`;
 
-/** A kept verification: whose, against which hash, its result, until when. */
+/** The bounds of the checks, from the proxy's limits. */
+export interface AuthBounds {
+  readonly maxAuthorizationBytes: number;
+  readonly maxAuthFailures: number;
+  readonly authFailureRefillMs: number;
+}
+
+/** The default {@link AuthBounds} (as `DEFAULT_LIMITS` has them). */
+export const DEFAULT_AUTH_BOUNDS: AuthBounds = {
+  maxAuthorizationBytes: 1024,
+  maxAuthFailures: 10,
+  authFailureRefillMs: 6_000,
+};
+
+/** What a check decided. */
+export type AuthOutcome =
+  /** The credential holds: the user it names. */
+  | { readonly kind: 'user'; readonly user: string }
+  /** No credential, or one that does not hold: 407. */
+  | { readonly kind: 'refused' }
+  /** The source has failed too often: 429, for `retryAfterMs`. */
+  | { readonly kind: 'limited'; readonly retryAfterMs: number }
+  /** Too many verifications run already: 503. */
+  | { readonly kind: 'busy' };
+
+const REFUSED: AuthOutcome = Object.freeze({ kind: 'refused' });
+const BUSY: AuthOutcome = Object.freeze({ kind: 'busy' });
+
+/** A kept success: whose, against which hash, until when. */
 interface Verified {
   readonly user: string;
-  /** The user's hash it was checked against (undefined: no such user then). */
-  readonly hash: string | undefined;
-  readonly ok: boolean;
+  /** The user's hash it was checked against. */
+  readonly hash: string;
   readonly until: number;
 }
 
@@ -81,12 +126,24 @@ export class ProxyAuth {
   readonly #ttl: number;
   readonly #file: WatchedPasswordFile;
   readonly #cache = new Map<string, Verified>();
+  /** Verifications running, by the key of their header (one per header at a time). */
+  readonly #verifying = new Map<string, Promise<boolean>>();
+  readonly #bounds: AuthBounds;
+  readonly #failures: FailureLimit;
+  /** The key of the cache's digests, made when the first credential comes. */
+  #key: Buffer | undefined;
 
   /**
    * Reads the password file. Throws a `TypeError` naming the option for a
    * bad realm or TTL, an `Error` naming the path when the file cannot be read.
    */
-  constructor(options: ProxyAuthOptions, warn: (message: string) => void) {
+  constructor(
+    options: ProxyAuthOptions,
+    warn: (message: string) => void,
+    bounds: AuthBounds = DEFAULT_AUTH_BOUNDS,
+  ) {
+    this.#bounds = bounds;
+    this.#failures = new FailureLimit(bounds.maxAuthFailures, bounds.authFailureRefillMs);
     const problem = realmProblem(options.realm);
     if (problem !== undefined) throw new TypeError(`auth.realm: ${problem}`);
     if (typeof options.passwordFile !== 'string' || options.passwordFile === '') {
@@ -105,29 +162,99 @@ export class ProxyAuth {
   }
 
   /**
-   * The user a request's `Proxy-Authorization` value authenticates, or
-   * undefined when it does not (none, not Basic, no such user, a wrong
-   * password, or no readable password file).
+   * Checks a request's `Proxy-Authorization` value from `source` (the key
+   * the proxy counts a source's failures by): at once when the answer is known (no credential, a
+   * kept success, a header too long, a source that failed too often),
+   * else once the password is verified. Missing credentials are no
+   * failure (a client's first request usually has none); every other
+   * refusal takes one of the source's tokens.
    */
-  check(value: string | undefined, now: number = clock()): string | undefined {
+  check(
+    value: string | undefined,
+    source: string,
+    now: number = clock(),
+  ): AuthOutcome | Promise<AuthOutcome> {
     const users = this.#file.users(now);
-    if (value === undefined || users === undefined) return undefined;
-    const key = crypto().hash('sha256', value, 'base64');
+    if (value === undefined || users === undefined) return REFUSED;
+    if (value.length > this.#bounds.maxAuthorizationBytes) return this.#failed(source, now);
+    const key = this.#digest(value);
     const kept = this.#cache.get(key);
-    if (kept !== undefined && kept.until > now && users.get(kept.user) === kept.hash) {
-      return kept.ok ? kept.user : undefined;
-    }
+    const known = kept !== undefined && users.get(kept.user) === kept.hash;
+    if (known && kept.until > now) return { kind: 'user', user: kept.user };
     const creds = basicCredentials(value);
-    if (creds === undefined) return undefined;
+    if (creds === undefined) return this.#failed(source, now);
     const hash = users.get(creds.user);
-    const ok = hash !== undefined && verifyPassword(creds.password, hash);
-    this.#cache.delete(key);
-    if (this.#cache.size >= MAX_CACHED) {
-      const oldest = this.#cache.keys().next();
-      if (oldest.done !== true) this.#cache.delete(oldest.value);
+    let verifying = this.#verifying.get(key);
+    // A header that held when it was last verified (its time is up, its line unchanged) is
+    // verified again without a token: it is no guess, and its client shares a source with others.
+    // One verification per header runs at a time, and a check that joins it takes no token.
+    const charged = !known && verifying === undefined;
+    if (charged) {
+      const wait = this.#failures.take(source, now);
+      if (wait !== undefined) return { kind: 'limited', retryAfterMs: wait };
     }
-    this.#cache.set(key, { user: creds.user, hash, ok, until: now + this.#ttl });
-    return ok ? creds.user : undefined;
+    if (verifying === undefined) {
+      if (this.#verifying.size >= MAX_VERIFYING) {
+        if (charged) this.#failures.give(source, now);
+        return BUSY;
+      }
+      verifying = verifyPasswordSliced(creds.password, hash ?? STAND_IN_HASH).then(
+        (ok) => ok && hash !== undefined,
+      );
+      this.#verifying.set(key, verifying);
+      const started = verifying;
+      void started.then(() => {
+        if (this.#verifying.get(key) === started) this.#verifying.delete(key);
+      });
+    }
+    return verifying.then((ok): AuthOutcome => {
+      if (!ok || hash === undefined) return REFUSED;
+      if (charged) this.#failures.give(source, now);
+      // Trusted later only while the user's line is still the one it was checked against.
+      this.#cache.delete(key);
+      if (this.#cache.size >= MAX_CACHED) {
+        const oldest = this.#cache.keys().next();
+        if (oldest.done !== true) this.#cache.delete(oldest.value);
+      }
+      this.#cache.set(key, { user: creds.user, hash, until: now + this.#ttl });
+      return { kind: 'user', user: creds.user };
+    });
+  }
+
+  /**
+   * The answer to a refused check: 407 with the challenge, 429 with
+   * `Retry-After` for a source that failed too often, 503 when too many
+   * verifications run; `fields` are header lines (each ending in CRLF).
+   */
+  refusal(o: Exclude<AuthOutcome, { kind: 'user' }>): {
+    status: number;
+    text: string;
+    fields: string;
+  } {
+    if (o.kind === 'limited') {
+      const seconds = Math.max(1, Math.ceil(o.retryAfterMs / 1000));
+      const text = 'too many failed credentials from this source; try again later\n';
+      return { status: 429, text, fields: `Retry-After: ${seconds}\r\n` };
+    }
+    if (o.kind === 'busy') {
+      const text = 'the proxy is busy checking credentials; try again\n';
+      return { status: 503, text, fields: 'Retry-After: 1\r\n' };
+    }
+    const text = 'this proxy needs a user and password (Basic)\n';
+    return { status: 407, text, fields: `Proxy-Authenticate: ${this.challenge}\r\n` };
+  }
+
+  /** A refusal that counts against the source: 407, or 429 once its bucket is empty. */
+  #failed(source: string, now: number): AuthOutcome {
+    const wait = this.#failures.take(source, now);
+    return wait === undefined ? REFUSED : { kind: 'limited', retryAfterMs: wait };
+  }
+
+  /** The cache key of a header: an HMAC with a key of this process's, never the header. */
+  #digest(value: string): string {
+    const c = crypto();
+    this.#key ??= c.randomBytes(32);
+    return c.createHmac('sha256', this.#key).update(value).digest('base64');
   }
 
   /** Drops what was verified against a line that has changed or gone. */

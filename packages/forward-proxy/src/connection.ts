@@ -9,6 +9,7 @@
  * @module
  */
 import type { Socket } from 'node:net';
+import type { AuthOutcome } from './auth.js';
 import { now as clock } from './clock.js';
 import type { ExchangeClient, ProxyContext, TrackedConnection } from './context.js';
 import { Exchange } from './exchange.js';
@@ -16,7 +17,9 @@ import { httpDate, isoTime } from './http-date.js';
 import { HeadError, parseRequestHead, type RequestHead } from './http1.js';
 import { metricsText } from './parents.js';
 import { HeadReader } from './reader.js';
-import { routeRequest, targetForLog } from './route.js';
+import { REASONS } from './reasons.js';
+import { routeRequest } from './route.js';
+import { sourceKey } from './sources.js';
 import { openTunnel } from './tunnel.js';
 
 /** How long a kept-open client connection may wait for its next request, in ms. */
@@ -26,20 +29,8 @@ const HEAD = 0;
 const BUSY = 1;
 const TUNNEL = 2;
 const DONE = 3;
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  407: 'Proxy Authentication Required',
-  408: 'Request Timeout',
-  417: 'Expectation Failed',
-  431: 'Request Header Fields Too Large',
-  501: 'Not Implemented',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-  505: 'HTTP Version Not Supported',
-};
+/** A credential is being verified: nothing more is read until it is. */
+const AUTH = 4;
 
 const EMPTY = Buffer.alloc(0);
 const ORIGIN_FORM = 'a proxy request needs an absolute URI (http://host/path)\n';
@@ -49,7 +40,8 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   readonly ctx: ProxyContext;
   readonly socket: Socket;
   readonly address: string;
-  #allowed: boolean | undefined;
+  /** The source may use the proxy (false: it may ask `/healthz` only). */
+  readonly #allowed: boolean;
   #mode = HEAD;
   /** Bytes read and not yet used. */
   #buf: Buffer | undefined;
@@ -69,9 +61,11 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   /** The next request waits until the client has taken what is held. */
   #holding = false;
 
-  constructor(ctx: ProxyContext, socket: Socket) {
+  /** `allowed`: the source may use the proxy; false, it may ask `/healthz` only. */
+  constructor(ctx: ProxyContext, socket: Socket, allowed: boolean) {
     this.ctx = ctx;
     this.socket = socket;
+    this.#allowed = allowed;
     this.address = socket.remoteAddress ?? '';
     this.#headSince = clock();
     this.#heads = new HeadReader(ctx.limits.maxHeaderBytes);
@@ -197,6 +191,9 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
           return;
         }
         if (!this.#readHead(buf)) return;
+      } else if (this.#mode === AUTH) {
+        this.#pause(); // the next request waits for the credential's verdict
+        return;
       } else if (this.#mode === BUSY) {
         const ex = this.#exchange as Exchange;
         if (!ex.wantsBody || !ex.canTakeBody) {
@@ -255,10 +252,15 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     if (route.kind === 'forward' || route.reason !== 'origin-form') {
-      this.#allowed ??= this.ctx.allowed.allows(this.address);
       if (!this.#allowed) {
-        const shown = targetForLog(head.target);
-        this.answer(403, 'this source may not use the proxy\n', head.method, shown, started, 0);
+        this.answer(
+          403,
+          'this source may not use the proxy\n',
+          head.method,
+          head.target,
+          started,
+          0,
+        );
         return;
       }
     }
@@ -267,16 +269,16 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     const target = route.target;
-    const user = this.#authorize(head, target.logTarget, started);
-    if (user === null) return;
-    this.#mode = BUSY;
-    this.#bodySince = started;
-    const ex = new Exchange(this, head, target, user);
-    this.#exchange = ex;
-    if (head.expectContinue && head.minor === 1 && ex.wantsBody) {
-      this.write('HTTP/1.1 100 Continue\r\n\r\n');
-    }
-    ex.start();
+    this.#authorize(head, target.logTarget, started, (user) => {
+      this.#mode = BUSY;
+      this.#bodySince = started;
+      const ex = new Exchange(this, head, target, user);
+      this.#exchange = ex;
+      if (head.expectContinue && head.minor === 1 && ex.wantsBody) {
+        this.write('HTTP/1.1 100 Continue\r\n\r\n');
+      }
+      ex.start();
+    });
   }
 
   /** The exchange is over; the connection serves the next request or closes. */
@@ -339,15 +341,19 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     this.#own(head, 'text/plain', 'ok\n', `X-Proxy-Op-Instance: ${this.ctx.name}\r\n`);
   }
 
-  /** The parents' metrics, in the Prometheus text format, for allowed sources. */
+  /**
+   * The parents' metrics, in the Prometheus text format, for allowed
+   * sources with the gateway's credential (when it asks for one).
+   */
   #metrics(head: RequestHead, started: number): void {
-    this.#allowed ??= this.ctx.allowed.allows(this.address);
     if (!this.#allowed) {
       this.answer(403, 'this source may not use the proxy\n', head.method, '/metrics', started, 0);
       return;
     }
-    const text = metricsText(this.ctx.parents?.stats() ?? []);
-    this.#own(head, 'text/plain; version=0.0.4', text, '');
+    this.#authorize(head, '/metrics', started, () => {
+      const text = metricsText(this.ctx.parents?.stats() ?? []);
+      this.#own(head, 'text/plain; version=0.0.4', text, '');
+    });
   }
 
   /**
@@ -401,27 +407,46 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   }
 
   /**
-   * The user the request authenticates as; undefined when the proxy needs
-   * no authentication; null when it was refused, with 407 and the
-   * challenge (the connection ends, as after any refusal).
+   * Calls `then` with the user the request authenticates as (undefined when
+   * the proxy needs no authentication), at once or, while the password is
+   * verified, once it is (nothing more is read meanwhile). A refusal is
+   * answered instead: 407 with the challenge, 429 for a source that failed
+   * too often, 503 when too many verifications run; the connection ends,
+   * as after any refusal.
    */
-  #authorize(head: RequestHead, target: string, started: number): string | undefined | null {
+  #authorize(
+    head: RequestHead,
+    target: string,
+    started: number,
+    then: (user: string | undefined) => void,
+  ): void {
     const auth = this.ctx.auth;
-    if (auth === undefined) return undefined;
+    if (auth === undefined) {
+      then(undefined);
+      return;
+    }
     const at = head.fields.lower.indexOf('proxy-authorization');
-    const user = auth.check(at < 0 ? undefined : head.fields.values[at]);
-    if (user !== undefined) return user;
-    const text = 'this proxy needs a user and password (Basic)\n';
-    this.answer(
-      407,
-      text,
-      head.method,
-      target,
-      started,
-      0,
-      `Proxy-Authenticate: ${auth.challenge}\r\n`,
-    );
-    return null;
+    const value = at < 0 ? undefined : head.fields.values[at];
+    const outcome = auth.check(value, sourceKey(this.address));
+    const decide = (o: AuthOutcome) => {
+      if (o.kind === 'user') {
+        then(o.user);
+        return;
+      }
+      const r = auth.refusal(o);
+      this.answer(r.status, r.text, head.method, target, started, 0, r.fields);
+    };
+    if (!(outcome instanceof Promise)) {
+      decide(outcome);
+      return;
+    }
+    this.#mode = AUTH;
+    void outcome.then((o) => {
+      if (this.#mode !== AUTH) return; // the client went away meanwhile
+      this.#mode = HEAD;
+      decide(o);
+      if (this.#mode === BUSY || this.#mode === HEAD) this.resumeInput();
+    });
   }
 
   /** A request we cannot read: a bare status, and the connection ends. */
@@ -453,23 +478,20 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   }
 
   #connect(head: RequestHead, started: number): void {
-    this.#allowed ??= this.ctx.allowed.allows(this.address);
-    let user: string | undefined;
-    if (this.#allowed) {
-      const authorized = this.#authorize(head, head.target.slice(0, 200), started);
-      if (authorized === null) return;
-      user = authorized;
-    }
-    this.#mode = TUNNEL;
-    this.socket.off('data', this.#onData);
-    const rest = this.#buf ?? Buffer.alloc(0);
-    this.#buf = undefined;
-    openTunnel(this.ctx, this.socket, head.target, rest, {
-      allowed: this.#allowed,
-      source: this.address,
-      user,
-      started,
-      session: this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
-    });
+    const open = (user: string | undefined) => {
+      this.#mode = TUNNEL;
+      this.socket.off('data', this.#onData);
+      const rest = this.#buf ?? Buffer.alloc(0);
+      this.#buf = undefined;
+      openTunnel(this.ctx, this.socket, head.target, rest, {
+        allowed: this.#allowed,
+        source: this.address,
+        user,
+        started,
+        session: this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
+      });
+    };
+    if (this.#allowed) this.#authorize(head, head.target, started, open);
+    else open(undefined);
   }
 }

@@ -11,6 +11,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { AccessLog } from './access-log.js';
 import type { ProxyAuth } from './auth.js';
+import type { Destinations } from './destination.js';
 import type { ProxyLimits } from './limits.js';
 import type { OutgoingAddress } from './outgoing.js';
 import type { ParentSet } from './parents.js';
@@ -35,6 +36,10 @@ export interface ProxyContext {
   readonly limits: ProxyLimits;
   /** The sources that may use the proxy. */
   readonly allowed: SourceList;
+  /** The sources that may ask `/healthz` and nothing else. */
+  readonly healthOnly: SourceList;
+  /** Where requests may go: the destination policy. */
+  readonly destinations: Destinations;
   /** Proxy authentication, when the proxy requires it. */
   readonly auth: ProxyAuth | undefined;
   /** The access log, when there is one. */

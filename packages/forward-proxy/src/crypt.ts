@@ -105,8 +105,29 @@ function encode(scheme: Scheme, c: Buffer): string {
   return out;
 }
 
+/** Rounds run between two looks at the clock by {@link verifyPasswordSliced}. */
+const ROUNDS_PER_STEP = 64;
+
 /** The digest part of a hash of `password` with `salt` (already cut to 16 bytes) and `rounds`. */
 function digestOf(scheme: Scheme, password: Buffer, salt: Buffer, rounds: number): string {
+  const steps = digestSteps(scheme, password, salt, rounds);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * The digest part, computed in steps: the generator yields after every
+ * {@link ROUNDS_PER_STEP} rounds, so a caller can hand the event loop back
+ * between them, and returns the digest.
+ */
+function* digestSteps(
+  scheme: Scheme,
+  password: Buffer,
+  salt: Buffer,
+  rounds: number,
+): Generator<void, string, void> {
   const { createHash, hash: digestOnce } = crypto();
   const h = () => createHash(scheme.digest);
   const p = password;
@@ -136,6 +157,7 @@ function digestOf(scheme: Scheme, password: Buffer, salt: Buffer, rounds: number
     if (i % 7 !== 0) n += pSeq.copy(input, n);
     n += (i & 1 ? c : pSeq).copy(input, n);
     c = digestOnce(scheme.digest, input.subarray(0, n), 'buffer');
+    if (i % ROUNDS_PER_STEP === ROUNDS_PER_STEP - 1) yield;
   }
   return encode(scheme, c);
 }
@@ -227,10 +249,56 @@ export function hashPassword(password: string, options: HashOptions = {}): strin
 export function verifyPassword(password: string | Uint8Array, hash: string): boolean {
   const parsed = parseHash(hash);
   if (parsed === undefined) return false;
-  const bytes =
-    typeof password === 'string' ? Buffer.from(password, 'utf8') : Buffer.from(password);
-  const digest = digestOf(parsed.scheme, bytes, Buffer.from(parsed.salt), parsed.rounds);
+  return matches(
+    parsed,
+    hash,
+    digestOf(parsed.scheme, bytesOf(password), Buffer.from(parsed.salt), parsed.rounds),
+  );
+}
+
+function bytesOf(password: string | Uint8Array): Buffer {
+  return typeof password === 'string' ? Buffer.from(password, 'utf8') : Buffer.from(password);
+}
+
+/** The hash made from `digest` compared with the one given, in constant time. */
+function matches(parsed: Parsed, hash: string, digest: string): boolean {
   const made = Buffer.from(`$${parsed.scheme.id}$${parsed.roundsPart}${parsed.salt}$${digest}`);
   const given = Buffer.from(hash);
   return made.length === given.length && crypto().timingSafeEqual(made, given);
+}
+
+/**
+ * {@link verifyPassword} in slices of at most about `sliceMs` of CPU time,
+ * the event loop handed back between them (`setImmediate`), so a check
+ * that costs tens of milliseconds never holds other clients up for longer
+ * than one slice.
+ */
+export function verifyPasswordSliced(
+  password: string | Uint8Array,
+  hash: string,
+  sliceMs = 1,
+): Promise<boolean> {
+  const parsed = parseHash(hash);
+  if (parsed === undefined) return Promise.resolve(false);
+  const steps = digestSteps(
+    parsed.scheme,
+    bytesOf(password),
+    Buffer.from(parsed.salt),
+    parsed.rounds,
+  );
+  return new Promise((resolve) => {
+    const slice = () => {
+      const until = process.hrtime.bigint() + BigInt(Math.round(sliceMs * 1e6));
+      for (;;) {
+        const step = steps.next();
+        if (step.done === true) {
+          resolve(matches(parsed, hash, step.value));
+          return;
+        }
+        if (process.hrtime.bigint() >= until) break;
+      }
+      setImmediate(slice);
+    };
+    slice();
+  });
 }

@@ -9,6 +9,7 @@
  */
 import { now as clock } from './clock.js';
 import type { ExchangeClient } from './context.js';
+import { refusalOf, refusalText } from './destination.js';
 import { httpDate, isoTime } from './http-date.js';
 import {
   endToEndFields,
@@ -115,7 +116,13 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   }
 
   start(): void {
-    const parents = this.#conn.ctx.parents;
+    const { parents, destinations } = this.#conn.ctx;
+    const refused = destinations.check(this.#target.host, this.#target.port, 'http');
+    if (refused !== undefined) {
+      this.#fail(403, refusalText(refused));
+      return;
+    }
+    if (parents === undefined) this.#dialHost = destinations.dialHost(this.#target.host);
     if (parents !== undefined) {
       const p = parents.pick(this.#session, this.#tried);
       if (p === undefined) {
@@ -367,6 +374,11 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     const reused = this.#upstream?.reused === true;
     this.#upstream = undefined;
     if (this.#finished) return;
+    const refused = refusalOf(error);
+    if (refused !== undefined) {
+      this.#fail(403, refusalText(refused));
+      return;
+    }
     const p = this.#parent;
     if (p !== undefined && this.#res === undefined && !this.#gotBytes && !reused) {
       this.#conn.ctx.parents?.failed(p);

@@ -1,8 +1,9 @@
 /**
  * The proxy program: `proxy-op-forward-proxy --config <file>` (the
  * package's `bin`, which calls {@link runProxyServer}). It reads its
- * options from the JSON file (name, address, port, allowed sources,
- * authentication, access log, limits, outgoing address, and `parents`:
+ * options from the JSON file (name, address, port, allowed and health
+ * sources, the destination policy `egress`, authentication, access log,
+ * limits, outgoing address, and `parents`:
  * `{ file, session, … }`, whose file of upstreams is followed while it runs;
  * other fields are ignored, so a state file can serve), serves until SIGTERM or SIGINT, then shuts down gracefully
  * and exits 0.
@@ -128,6 +129,8 @@ function readConfig(argv: readonly string[]): ForwardProxyOptions & {
     address: c.address,
     port: c.port,
     allowedSources: Array.isArray(c.allowedSources) ? c.allowedSources : [],
+    healthSources: c.healthSources,
+    egress: c.egress,
     auth: typeof c.auth === 'object' && c.auth !== null ? c.auth : undefined,
     accessLog: typeof c.accessLog === 'string' ? c.accessLog : undefined,
     limits: typeof c.limits === 'object' && c.limits !== null ? c.limits : undefined,

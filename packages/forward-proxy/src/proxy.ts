@@ -10,15 +10,17 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { EgressPolicy } from '@proxy-op/egress';
 import { type AccessLog, openAccessLog } from './access-log.js';
 import { ProxyAuth, type ProxyAuthOptions } from './auth.js';
 import { now as clock } from './clock.js';
 import { ClientConn } from './connection.js';
 import type { ProxyContext, TrackedConnection } from './context.js';
+import { Destinations } from './destination.js';
 import { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
 import { outgoingAddressFor } from './outgoing.js';
 import { type ParentOptions, type ParentProxy, ParentSet, type ParentStats } from './parents.js';
-import { sourceList } from './sources.js';
+import { sourceKey, sourceList } from './sources.js';
 import { UpstreamPool } from './upstream.js';
 
 /** What a forward proxy is started with (the proxy program reads it from its config file). */
@@ -29,8 +31,27 @@ export interface ForwardProxyOptions {
   readonly address: string;
   /** The TCP port to listen on; 0 picks a free one. */
   readonly port: number;
-  /** CIDRs whose clients may use the proxy; everyone else gets 403. */
+  /**
+   * CIDRs whose clients may use the proxy. A connection from anywhere else
+   * is closed as it is accepted, before a byte of it is read.
+   */
   readonly allowedSources: readonly string[];
+  /**
+   * CIDRs whose clients may ask `GET /healthz` and nothing else (a
+   * supervisor's health probe from outside `allowedSources`); other
+   * requests from them get 403. None when omitted.
+   */
+  readonly healthSources?: readonly string[] | undefined;
+  /**
+   * Where the proxy may connect to on its clients' behalf (`@proxy-op/egress`):
+   * `allow` and `deny` entries and the ports of `CONNECT` and plain HTTP,
+   * applied to the address actually dialled, after resolution. Its safe
+   * defaults when omitted: no loopback, link-local, metadata, private,
+   * multicast or broadcast destination, none of the host's own addresses,
+   * never the proxy itself; `CONNECT` to 443 only, plain HTTP to 80, 443
+   * and 1025 to 65535. A refused request gets `403` naming the rule.
+   */
+  readonly egress?: EgressPolicy | undefined;
   /**
    * Basic proxy authentication: when set, a client from an allowed source
    * must also send a user and password the password file holds, or it
@@ -97,7 +118,9 @@ function warn(message: string): void {
 export async function startForwardProxy(options: ForwardProxyOptions): Promise<ForwardProxy> {
   const limits: ProxyLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const allowed = sourceList(options.allowedSources);
-  const auth = options.auth === undefined ? undefined : new ProxyAuth(options.auth, warn);
+  const healthOnly = sourceList(options.healthSources ?? [], 'healthSources');
+  const destinations = new Destinations(options.egress);
+  const auth = options.auth === undefined ? undefined : new ProxyAuth(options.auth, warn, limits);
   const log: AccessLog | undefined =
     options.accessLog === undefined ? undefined : openAccessLog(options.accessLog);
   // The log file exists before the proxy answers, so whoever waits for it sees its files.
@@ -107,10 +130,17 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     name: options.name,
     limits,
     allowed,
+    healthOnly,
+    destinations,
     auth,
     log,
     outgoing,
-    pool: new UpstreamPool(limits, outgoing),
+    // A gateway dials its parents only: its pool has no destinations to resolve and check.
+    pool: new UpstreamPool(
+      limits,
+      outgoing,
+      options.parents === undefined ? destinations : undefined,
+    ),
     parents: options.parents === undefined ? undefined : new ParentSet(options.parents),
     conns: new Set<TrackedConnection>(),
     tunnels: new Set<Duplex>(),
@@ -124,9 +154,34 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   // Past the shutdown grace, a connection still accepted (it was in the backlog) is cut at
   // once: it would otherwise hold the close until its client gives up.
   let cutting = false;
+  /** Connections open now per source (see `sourceKey`). */
+  const perSource = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
-    if (cutting) socket.destroy();
-    else new ClientConn(ctx, socket);
+    if (cutting) {
+      socket.destroy();
+      return;
+    }
+    // The source is judged before a byte is read: one that may not use the proxy is closed at
+    // once, and so is one that holds its share of the connections already.
+    const address = socket.remoteAddress;
+    const full = allowed.allows(address);
+    if (!full && !healthOnly.allows(address)) {
+      socket.destroy();
+      return;
+    }
+    const key = sourceKey(address);
+    const open = perSource.get(key) ?? 0;
+    if (open >= limits.maxConnectionsPerSource) {
+      socket.destroy();
+      return;
+    }
+    perSource.set(key, open + 1);
+    socket.once('close', () => {
+      const n = (perSource.get(key) ?? 1) - 1;
+      if (n === 0) perSource.delete(key);
+      else perSource.set(key, n);
+    });
+    new ClientConn(ctx, socket, full);
   });
   // The clocks are read after the poll phase has taken in what clients sent meanwhile: after
   // a pause of the process (a loaded machine), bytes already waiting in the kernel are not
@@ -157,6 +212,8 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     bound !== null && typeof bound === 'object'
       ? { address: bound.address, port: bound.port }
       : { address: options.address, port: options.port };
+  // A request to the proxy itself is refused before it is dialled, whatever the policy says.
+  destinations.listening([address]);
 
   const closeIdle = () => {
     for (const c of ctx.conns) if (c.idle) c.socket.destroy();

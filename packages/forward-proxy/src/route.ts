@@ -7,6 +7,7 @@
  * @module
  */
 import type { RequestHead } from './http1.js';
+import { targetForLog } from './log-target.js';
 import { type HttpTarget, parseHttpTarget } from './target.js';
 
 /** Why a request that parsed is still not forwarded. */
@@ -66,11 +67,11 @@ const HEALTH: Route = { kind: 'health' };
 const METRICS: Route = { kind: 'metrics' };
 
 function refuse(reason: RouteRefusal, status: number, text: string, url: string): Route {
-  return { kind: 'refuse', reason, status, text: `${text}\n`, logTarget: targetForLog(url) };
-}
-
-/** The target for the access log: scheme, host and path, never the query (it may hold tokens). */
-export function targetForLog(url: string): string {
-  const q = url.indexOf('?');
-  return (q < 0 ? url : url.slice(0, q)).slice(0, 200);
+  return {
+    kind: 'refuse',
+    reason,
+    status,
+    text: `${text}\n`,
+    logTarget: targetForLog(url).slice(0, 200),
+  };
 }

@@ -6,18 +6,45 @@
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
+/**
+ * What one source is, for the bounds kept per source (open connections,
+ * failed credentials): an IPv4 address (an IPv4-mapped one as IPv4), or
+ * the /64 an IPv6 address is in, since one host usually holds a whole /64.
+ */
+export function sourceKey(address: string | undefined): string {
+  if (address === undefined) return '';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1] as string;
+  if (!isIPv6(address)) return address;
+  // The first four groups of the address, written out.
+  const [head = '', tail = ''] = address.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::')
+    ? [...left, ...new Array<string>(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
+
 /** A set of allowed source ranges. */
 export interface SourceList {
   /** True when `address` (IPv4, IPv6 or IPv4-mapped IPv6) is inside one of the ranges. */
   allows(address: string | undefined): boolean;
 }
 
-/** Builds a {@link SourceList}; throws TypeError for an entry that is no CIDR or address. */
-export function sourceList(cidrs: readonly string[]): SourceList {
+/**
+ * Builds a {@link SourceList}; throws TypeError naming `field` for an
+ * entry that is no CIDR or address.
+ */
+export function sourceList(cidrs: readonly string[], field = 'allowedSources'): SourceList {
   const list = new BlockList();
+  if (!Array.isArray(cidrs)) throw new TypeError(`${field}: must be a list of CIDRs`);
   for (const cidr of cidrs) {
     const problem = cidrProblem(cidr);
-    if (problem !== undefined) throw new TypeError(`allowedSources: ${problem}`);
+    if (problem !== undefined) throw new TypeError(`${field}: ${problem}`);
     const [addr = '', prefix] = cidr.split('/');
     const type = isIPv4(addr) ? 'ipv4' : 'ipv6';
     list.addSubnet(

@@ -16,11 +16,13 @@
 import { connect, type Socket } from 'node:net';
 import { now as clock } from './clock.js';
 import type { ProxyContext } from './context.js';
+import { refusalOf, refusalText } from './destination.js';
 import { isoTime } from './http-date.js';
 import { HeadError, parseResponseHead } from './http1.js';
 import type { Parent } from './parents.js';
 import { ReadBuffer } from './read-buffers.js';
 import { HeadReader } from './reader.js';
+import { REASONS } from './reasons.js';
 import { parseAuthority } from './target.js';
 
 /** Who asked for a tunnel, for its refusal and its access-log line. */
@@ -39,14 +41,6 @@ export interface TunnelClient {
 
 /** Largest answer head a parent may send to CONNECT. */
 const MAX_PARENT_HEAD = 16 * 1024;
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-};
 
 /** Opens a tunnel for `client`, whose CONNECT head has been read; `head` is what followed it. */
 export function openTunnel(
@@ -110,11 +104,21 @@ export function openTunnel(
     refuse(503);
     return;
   }
-  const hostPort = parseAuthority(authority);
-  if (hostPort === undefined) {
+  const asked = parseAuthority(authority);
+  if (asked === undefined) {
     refuse(400);
     return;
   }
+  // The host as the request names it; the addresses a name resolves to are checked as it is
+  // dialled (a gateway's parents check those).
+  const refused = ctx.destinations.check(asked.host, asked.port, 'connect');
+  if (refused !== undefined) {
+    refuse(403, refusalText(refused).trimEnd());
+    return;
+  }
+  const hostPort = { host: ctx.destinations.dialHost(asked.host), port: asked.port };
+  const lookup =
+    parents === undefined ? ctx.destinations.lookupFor(asked.port, 'connect') : undefined;
   tunnels.add(client);
 
   let upstream: Socket;
@@ -167,6 +171,7 @@ export function openTunnel(
       host: to.host,
       port: to.port,
       ...(localAddress === undefined ? {} : { localAddress }),
+      ...(via === undefined && lookup !== undefined ? { lookup } : {}),
       allowHalfOpen: true,
       noDelay: true,
       timeout: limits.connectTimeoutMs,
@@ -259,6 +264,12 @@ export function openTunnel(
     });
     sock.once('error', (err: NodeJS.ErrnoException) => {
       if (over) return;
+      const rule = refusalOf(err);
+      if (rule !== undefined && status === 0 && !finished) {
+        drop();
+        refuse(403, refusalText(rule).trimEnd());
+        return;
+      }
       if (status === 0 && !finished) {
         if (via !== undefined) parents?.failed(via);
         if (again()) return;

@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { connect, type Socket } from 'node:net';
+import { connect, type LookupFunction, type Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { now as clock } from './clock.js';
+import type { Destinations } from './destination.js';
 import type { OutgoingAddress } from './outgoing.js';
 import { ReadBuffer } from './read-buffers.js';
 
@@ -66,6 +67,7 @@ export class Upstream {
     port: number,
     limits: UpstreamLimits,
     localAddress: string | undefined,
+    lookup: LookupFunction | undefined,
   ) {
     this.origin = origin;
     const socket = connect({
@@ -73,6 +75,7 @@ export class Upstream {
       port,
       noDelay: true,
       ...(localAddress === undefined ? {} : { localAddress }),
+      ...(lookup === undefined ? {} : { lookup }),
       onread: { buffer: this.#reads.next, callback: this.#onRead },
     });
     this.socket = socket;
@@ -136,12 +139,23 @@ export class UpstreamPool {
   readonly #origins = new Map<string, Origin>();
   readonly #limits: UpstreamLimits;
   readonly #outgoing: OutgoingAddress;
+  readonly #destinations: Destinations | undefined;
   #closing = false;
 
-  /** `outgoing` picks the source address of each connection (see `outgoing.ts`). */
-  constructor(limits: UpstreamLimits, outgoing: OutgoingAddress = () => undefined) {
+  /**
+   * `outgoing` picks the source address of each connection (see
+   * `outgoing.ts`); `destinations`, when given, resolves and checks each
+   * name dialled (a gateway's pool, whose connections go to its parents,
+   * has none).
+   */
+  constructor(
+    limits: UpstreamLimits,
+    outgoing: OutgoingAddress = () => undefined,
+    destinations?: Destinations,
+  ) {
     this.#limits = limits;
     this.#outgoing = outgoing;
+    this.#destinations = destinations;
   }
 
   /** Connections open now, idle ones included. */
@@ -257,7 +271,8 @@ export class UpstreamPool {
 
   #open(o: Origin, w: UpstreamWaiter): void {
     o.open++;
-    const u = new Upstream(o, o.host, o.port, this.#limits, this.#outgoing(o.host));
+    const lookup = this.#destinations?.lookupFor(o.port, 'http');
+    const u = new Upstream(o, o.host, o.port, this.#limits, this.#outgoing(o.host), lookup);
     w.onUpstream(u);
   }
 }

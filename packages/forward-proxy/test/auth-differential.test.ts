@@ -59,7 +59,7 @@ describeWithPeers(
             port: squidPort,
             listenAddress: SQUID,
             allowedSources: [`${INSIDE}/32`],
-            connectPorts: [origin.port],
+            egress: { allow: [`127.0.0.1:${origin.port}`] },
             paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
             auth: { realm: REALM, passwordFile: join(dir, 'passwd') },
           }),
@@ -69,6 +69,9 @@ describeWithPeers(
         port: await freePort(PROXY),
         allowedSources: [`${INSIDE}/32`],
         auth: { realm: REALM, passwordFile: join(squid.dir, 'passwd') },
+        // Squid has no bound on failed credentials per source: asked the same wrong ones, the
+        // proxy must not run out of tries before Squid's answers are all compared.
+        limits: { maxAuthFailures: 10_000 },
       });
     });
     afterAll(async () => {
@@ -90,7 +93,9 @@ describeWithPeers(
       const fromSquid = await ask({ address: SQUID, port: squidPort });
       const fromProxy = await ask(proxy);
       expect(fromSquid).toEqual(expectedAuthMatrix(REALM));
-      expect(fromProxy).toEqual(fromSquid);
+      // The one known difference: Squid answers a source outside the allowed ones 403, the proxy
+      // closes its connection as it is accepted, before a byte is read.
+      expect(fromProxy).toEqual(expectedAuthMatrix(REALM, '0'));
     });
 
     it('takes the same awkward passwords as Squid, from the same hashes', async () => {

@@ -16,6 +16,7 @@ import { NODE_FLAGS, PROGRAM_ENV } from '../src/proxy-server.js';
 import {
   freePort,
   killAllSpawned,
+  LOOPBACK_ORIGINS,
   startOrigin,
   startProgram,
   stopProgram,
@@ -142,6 +143,7 @@ describe('what a proxy process loads', () => {
       port,
       allowedSources: ['127.0.0.1/32'],
       accessLog: join(dir, 'a.log'),
+      egress: LOOPBACK_ORIGINS,
     });
     try {
       const proxy = { address: ADDRESS, port };
@@ -176,6 +178,7 @@ describe('what a proxy process loads', () => {
       port,
       allowedSources: ['127.0.0.1/32'],
       auth: { realm: 'footprint', passwordFile },
+      egress: LOOPBACK_ORIGINS,
     });
     try {
       expect(await c.modules()).not.toContain('NativeModule crypto');

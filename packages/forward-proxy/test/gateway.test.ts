@@ -19,7 +19,14 @@ import {
   startForwardProxy,
 } from '../src/index.js';
 import { proxyServerPath } from '../src/proxy-server.js';
-import { eventually, freePort, listen, startProgram, stopProgram } from './support.js';
+import {
+  eventually,
+  freePort,
+  LOOPBACK_ORIGINS,
+  listen,
+  startProgram,
+  stopProgram,
+} from './support.js';
 
 const { afterAll, beforeAll, expect, it } = vitest;
 
@@ -184,6 +191,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
       allowedSources: [`${GATEWAY}/32`],
       auth: { realm: 'upstream', passwordFile: file },
       outgoingAddress: address,
+      egress: LOOPBACK_ORIGINS,
     });
     upstreams.set(name, p);
     return p;
@@ -211,6 +219,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
       auth: { realm: 'gateway', passwordFile: file },
       accessLog: logFile,
       outgoingAddress: GATEWAY,
+      egress: LOOPBACK_ORIGINS,
       parents: { upstreams: parents, ...extra },
     });
   };
@@ -241,7 +250,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
           port: squidPort,
           listenAddress: SQUID,
           allowedSources: [`${GATEWAY}/32`],
-          connectPorts: [originPort, echoPort],
+          egress: { allow: [`127.0.0.1:${originPort}`, `127.0.0.1:${echoPort}`] },
           paths: { accessLog: join(d, 'access.log'), cacheLog: join(d, 'cache.log') },
           auth: { realm: 'upstream', passwordFile: join(d, 'passwd') },
         }),
@@ -385,6 +394,7 @@ describeWithPeers(vitest, 'the gateway in front of a pool of proxies', ['squid']
       port: 0,
       allowedSources: [`${GATEWAY}/32`],
       outgoingAddress: '127.0.20.21',
+      egress: LOOPBACK_ORIGINS,
     });
     const gw = await startGateway([
       { name: 'doomed', url: `http://127.0.20.21:${doomed.address.port}` },

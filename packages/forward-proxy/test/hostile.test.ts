@@ -9,6 +9,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientConn } from '../src/connection.js';
 import type { ProxyContext } from '../src/context.js';
+import { Destinations } from '../src/destination.js';
 import { DEFAULT_LIMITS } from '../src/limits.js';
 import { startForwardProxy } from '../src/proxy.js';
 import type { UpstreamWaiter } from '../src/upstream.js';
@@ -18,7 +19,7 @@ import {
   startProxyAndOrigin,
   stopProxyAndOrigin,
 } from './origins.js';
-import { eventually, fdCount, type RunningProxy, rssKb } from './support.js';
+import { eventually, fdCount, LOOPBACK_ORIGINS, type RunningProxy, rssKb } from './support.js';
 
 const ADDRESS = '127.0.4.50';
 const LIMITS = {
@@ -293,7 +294,7 @@ describe('a client that pipelines and never reads', () => {
 
   it(`holds at most maxPipelinedRequests answers the client has not taken (on a socket fake)`, () => {
     const socket = new FakeSocket();
-    new ClientConn(fakeContext(3), socket as unknown as Socket);
+    new ClientConn(fakeContext(3), socket as unknown as Socket, true);
     // Ten health checks at once, and a client that takes nothing of what is written.
     socket.emit('data', Buffer.from('GET /healthz HTTP/1.1\r\n\r\n'.repeat(10)));
     expect(socket.answers()).toBe(3);
@@ -307,7 +308,7 @@ describe('a client that pipelines and never reads', () => {
 
   it('answers every request held for such a client even when it half-closes meanwhile (on a socket fake)', () => {
     const socket = new FakeSocket();
-    new ClientConn(fakeContext(3), socket as unknown as Socket);
+    new ClientConn(fakeContext(3), socket as unknown as Socket, true);
     socket.emit('data', Buffer.from('GET /healthz HTTP/1.1\r\n\r\n'.repeat(10)));
     socket.emit('end'); // all sent, nothing read yet
     expect(socket.destroyed).toBe(false);
@@ -351,6 +352,7 @@ function heldRequest(
   new ClientConn(
     { ...fakeContext(3), pool: pool as unknown as ProxyContext['pool'] },
     socket as unknown as Socket,
+    true,
   );
   socket.emit(
     'data',
@@ -387,6 +389,8 @@ function fakeContext(maxPipelinedRequests: number): ProxyContext {
     name: 'fake',
     limits: { ...DEFAULT_LIMITS, maxPipelinedRequests },
     allowed: { allows: () => true } as unknown as ProxyContext['allowed'],
+    healthOnly: { allows: () => false } as unknown as ProxyContext['healthOnly'],
+    destinations: new Destinations(LOOPBACK_ORIGINS),
     auth: undefined,
     log: undefined,
     outgoing: () => undefined,

@@ -8,6 +8,7 @@ import { startForwardProxy } from '../src/proxy.js';
 import {
   freePort,
   killAllSpawned,
+  LOOPBACK_ORIGINS,
   listen,
   startProgram,
   stopProgram,
@@ -52,6 +53,7 @@ describe('outgoingAddress', () => {
       port: 0,
       allowedSources: ['127.0.0.0/8'],
       outgoingAddress: '127.0.5.20',
+      egress: LOOPBACK_ORIGINS,
     });
     try {
       const plain = await viaProxy(proxy.address, `http://127.0.0.1:${origin.port}/`);
@@ -68,6 +70,7 @@ describe('outgoingAddress', () => {
       address: '127.0.5.21',
       port: 0,
       allowedSources: ['127.0.0.0/8'],
+      egress: LOOPBACK_ORIGINS,
     });
     try {
       const plain = await viaProxy(proxy.address, `http://127.0.0.1:${origin.port}/`);

@@ -13,8 +13,19 @@ import { RECHECK_MS } from '../src/password-file.js';
 
 vi.mock('../src/crypt.js', async (actual) => {
   const real = await actual<typeof import('../src/crypt.js')>();
-  return { ...real, verifyPassword: vi.fn(real.verifyPassword) };
+  return { ...real, verifyPasswordSliced: vi.fn(real.verifyPasswordSliced) };
 });
+
+/** The user a check lets in, or undefined; from the source `s` unless another is named. */
+async function userOf(
+  auth: ProxyAuth,
+  header: string | undefined,
+  t: number,
+  source = 's',
+): Promise<string | undefined> {
+  const o = await auth.check(header, source, t);
+  return o.kind === 'user' ? o.user : undefined;
+}
 
 describe('parsePasswordFile', () => {
   it('reads user:hash lines, skipping comments and blank lines', () => {
@@ -51,7 +62,7 @@ describe('ProxyAuth', () => {
   let file: string;
   const warnings: string[] = [];
   const alice = { user: 'alice', password: 'first' };
-  const verify = vi.mocked(crypt.verifyPassword);
+  const verify = vi.mocked(crypt.verifyPasswordSliced);
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forward-proxy-passwd-'));
@@ -69,21 +80,21 @@ describe('ProxyAuth', () => {
       warnings.push(m);
     });
 
-  it('verifies a credential once, then keeps the answer for the TTL', () => {
+  it('verifies a credential once, then keeps the answer for the TTL', async () => {
     const auth = make(10_000);
     const t = now();
     const header = basicAuthorization(alice);
-    expect(auth.check(header, t)).toBe('alice');
-    expect(auth.check(header, t + 100)).toBe('alice');
-    expect(auth.check(header, t + 9_000)).toBe('alice');
+    expect(await userOf(auth, header, t)).toBe('alice');
+    expect(await userOf(auth, header, t + 100)).toBe('alice');
+    expect(await userOf(auth, header, t + 9_000)).toBe('alice');
     expect(verify).toHaveBeenCalledTimes(1);
-    expect(auth.check(header, t + 10_001)).toBe('alice');
+    expect(await userOf(auth, header, t + 10_001)).toBe('alice');
     expect(verify).toHaveBeenCalledTimes(2);
-    // A refusal is kept too, so a client repeating a wrong password costs one verification.
+    // A refusal is not kept: each one is verified again, and counts against its source.
     const wrong = basicAuthorization({ user: 'alice', password: 'nope' });
-    expect(auth.check(wrong, t + 10_002)).toBeUndefined();
-    expect(auth.check(wrong, t + 10_003)).toBeUndefined();
-    expect(verify).toHaveBeenCalledTimes(3);
+    expect(await userOf(auth, wrong, t + 10_002)).toBeUndefined();
+    expect(await userOf(auth, wrong, t + 10_003)).toBeUndefined();
+    expect(verify).toHaveBeenCalledTimes(4);
   });
 
   it('drops what it kept for a user whose line changed, at the next look at the file', async () => {
@@ -91,26 +102,26 @@ describe('ProxyAuth', () => {
     const t = now();
     const old = basicAuthorization(alice);
     const next = basicAuthorization({ user: 'alice', password: 'second' });
-    expect(auth.check(old, t)).toBe('alice');
-    expect(auth.check(next, t)).toBeUndefined();
+    expect(await userOf(auth, old, t)).toBe('alice');
+    expect(await userOf(auth, next, t)).toBeUndefined();
     await replaceFile(file, `alice:${hashPassword('second')}\n`);
     // Looked at no more than once a second: the change is not seen yet.
-    expect(auth.check(old, t + RECHECK_MS / 2)).toBe('alice');
-    expect(auth.check(old, t + RECHECK_MS + 1)).toBeUndefined();
-    expect(auth.check(next, t + RECHECK_MS + 2)).toBe('alice');
+    expect(await userOf(auth, old, t + RECHECK_MS / 2)).toBe('alice');
+    expect(await userOf(auth, old, t + RECHECK_MS + 1)).toBeUndefined();
+    expect(await userOf(auth, next, t + RECHECK_MS + 2)).toBe('alice');
   });
 
   it('keeps what it verified for users whose line did not change', async () => {
     const auth = make(60_000);
     const t = now();
     const header = basicAuthorization(alice);
-    expect(auth.check(header, t)).toBe('alice');
+    expect(await userOf(auth, header, t)).toBe('alice');
     const line = await readFile(file, 'utf8');
     await replaceFile(file, `${line}bob:${hashPassword('b')}\n`);
-    expect(auth.check(header, t + RECHECK_MS + 1)).toBe('alice');
-    expect(auth.check(basicAuthorization({ user: 'bob', password: 'b' }), t + RECHECK_MS + 2)).toBe(
-      'bob',
-    );
+    expect(await userOf(auth, header, t + RECHECK_MS + 1)).toBe('alice');
+    expect(
+      await userOf(auth, basicAuthorization({ user: 'bob', password: 'b' }), t + RECHECK_MS + 2),
+    ).toBe('bob');
     expect(verify).toHaveBeenCalledTimes(2);
   });
 
@@ -118,10 +129,10 @@ describe('ProxyAuth', () => {
     const auth = make(60_000);
     const t = now();
     const header = basicAuthorization(alice);
-    expect(auth.check(header, t)).toBe('alice');
+    expect(await userOf(auth, header, t)).toBe('alice');
     await rm(file);
-    expect(auth.check(header, t + RECHECK_MS + 1)).toBeUndefined();
-    expect(auth.check(header, t + 2 * RECHECK_MS + 2)).toBeUndefined();
+    expect(await userOf(auth, header, t + RECHECK_MS + 1)).toBeUndefined();
+    expect(await userOf(auth, header, t + 2 * RECHECK_MS + 2)).toBeUndefined();
     expect(warnings).toEqual([
       `password file ${file} cannot be read (ENOENT); every request is refused until it can`,
     ]);

@@ -21,6 +21,15 @@ export {
 
 const spawned = new SpawnedPrograms(proxyServerPath());
 
+/**
+ * The destination policy of the test proxies: every port of the loopback origins the tests
+ * start (the defaults refuse loopback, and CONNECT to anything but 443). The proxy's own
+ * address and port stay refused whatever this says.
+ */
+export const LOOPBACK_ORIGINS = Object.freeze({
+  allow: ['127.0.0.0/8:1-65535', '[::1]:1-65535'],
+});
+
 /** Every pid {@link startProgram} spawned, so a suite's afterAll can make sure they are gone. */
 export const spawnedPids = spawned.pids;
 
@@ -56,6 +65,9 @@ export async function startProgram(
     outgoingAddress?: string;
     auth?: { realm: string; passwordFile: string; credentialsTtlMs?: number };
     parents?: Record<string, unknown>;
+    healthSources?: readonly string[];
+    /** The destination policy; {@link LOOPBACK_ORIGINS} when unset. */
+    egress?: Record<string, unknown>;
   },
   env: Readonly<Record<string, string>> = {},
 ): Promise<RunningProxy> {
@@ -68,6 +80,7 @@ export async function startProgram(
       name: 'under-test',
       allowedSources: ['127.0.0.1/32'],
       accessLog,
+      egress: LOOPBACK_ORIGINS,
       ...config,
     }),
   );

@@ -38,6 +38,8 @@ beforeAll(async () => {
     address: '127.0.73.10',
     port: 0,
     allowedSources: ['127.0.0.0/8'],
+    // The whoami target and the origins are on loopback, which the proxy refuses unless allowed.
+    egress: { allow: ['127.0.0.0/8:1-65535'] },
   });
 });
 

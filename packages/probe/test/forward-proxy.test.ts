@@ -27,7 +27,11 @@ beforeAll(async () => {
     address: '127.0.71.10',
     port: 0,
     allowedSources: ['127.0.0.1/32'],
+    // A source that may ask /healthz only: the proxy answers it 403 (others it closes unanswered).
+    healthSources: ['127.0.71.99/32'],
     outgoingAddress: '127.0.71.10',
+    // The whoami target is on loopback, which the proxy refuses unless allowed.
+    egress: { allow: ['127.0.0.0/8:1-65535'] },
   });
 });
 
@@ -85,7 +89,7 @@ describe('through the forward proxy in process', () => {
     expect(unknown?.message).toMatch(/^TLS inside the tunnel failed: /);
   });
 
-  it('fails at the GET status with the 403 of a source outside allowedSources, and stops there for CONNECT too', async () => {
+  it('fails at the GET status with the 403 of a source the proxy refuses, and stops there for CONNECT too', async () => {
     const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.target(), {
       localAddress: '127.0.71.99',
     });
@@ -145,6 +149,7 @@ describe('through the forward proxy program', () => {
         port,
         allowedSources: ['127.0.0.0/8'],
         outgoingAddress: address,
+        egress: { allow: ['127.0.0.0/8:1-65535'] },
       }),
     );
     child = spawn(process.execPath, [proxyServerPath(), '--config', config], { stdio: 'ignore' });

@@ -141,7 +141,8 @@ export async function startRealSquid(opts: {
       const base = renderSquidConfig({
         port,
         allowedSources: opts.allowedSources,
-        connectPorts: opts.connectPorts,
+        // The targets are on loopback, which the default destination policy refuses.
+        egress: { allow: ['127.0.0.0/8'], connectPorts: opts.connectPorts },
         listenAddress: opts.host,
         paths: { accessLog: `${dir}/access.log`, cacheLog: `${dir}/cache.log` },
       });

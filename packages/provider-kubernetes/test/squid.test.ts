@@ -174,8 +174,9 @@ describeWithPeers(vitest, 'a real Squid with a generated configuration', ['squid
           port: proxyPort,
           // Narrow before wide: Squid alone would keep 127.0.0.1/32 and ignore 127.0.0.0/30.
           allowedSources: ['127.0.0.1/32', '127.0.0.0/30'],
-          // As a Pod's "CONNECT only to 443", with the echo server standing in for port 443.
-          connectPorts: [echoPort],
+          // As a Pod's "CONNECT only to 443", with the echo server standing in for port 443; the
+          // origin and the echo server are on loopback, which the default policy refuses.
+          egress: { allow: ['127.0.0.1'], connectPorts: [echoPort] },
           listenAddress: '127.0.0.1',
           paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
         }),

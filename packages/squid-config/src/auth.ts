@@ -4,7 +4,8 @@
  * (SHA-512-crypt hashes, which the helper re-reads when the file's
  * modification time changes), and access rules where both the source and
  * the user must hold: a source outside the allowed ones is denied (403)
- * before any credential is asked for, an allowed one is asked (407).
+ * before any credential is asked for, an allowed one is asked (407)
+ * before its destination is looked at.
  *
  * @module
  */
@@ -57,8 +58,10 @@ export interface SquidAuthLines {
   readonly params: readonly string[];
   /** The `proxy_auth` ACL. */
   readonly acls: readonly string[];
-  /** The access rules that take the place of the sources-only allow. */
-  readonly access: readonly string[];
+  /** The rule that asks an allowed client for a credential (407), before the destination rules. */
+  readonly challenge: string;
+  /** The rule that takes the place of the sources-only allow. */
+  readonly allow: string;
 }
 
 /** An absolute path Squid's `program` line can hold (it splits its arguments at spaces). */
@@ -108,9 +111,7 @@ export function squidAuthLines(auth: SquidAuth): SquidAuthLines {
       'auth_param basic casesensitive on',
     ],
     acls: ['acl proxy_op_auth proxy_auth REQUIRED'],
-    access: [
-      'http_access deny !proxy_op_allowed',
-      'http_access allow proxy_op_allowed proxy_op_auth',
-    ],
+    challenge: 'http_access deny !proxy_op_auth',
+    allow: 'http_access allow proxy_op_allowed proxy_op_auth',
   };
 }

@@ -1,15 +1,19 @@
 /**
  * The Squid configuration of a proxy: locked down to the allowed sources and
- * one port, CONNECT only to the chosen ports, no link-local destinations
- * (cloud metadata servers) and no cache manager, no cache, logs without
- * query strings, and, when asked, Basic authentication as well as the
- * sources. Deterministic: the same settings give the same bytes.
+ * one port, destinations held to a destination policy (`@proxy-op/egress`:
+ * by default no loopback, link-local, metadata, private, multicast or
+ * broadcast address, CONNECT to 443 only, plain HTTP to 80, 443 and
+ * 1025-65535), no cache manager, no cache, logs without query strings, and,
+ * when asked, Basic authentication as well as the sources. Deterministic:
+ * the same settings give the same bytes.
  *
  * @module
  */
 import { cidrProblem } from '@proxy-op/contract';
+import type { EgressPolicy } from '@proxy-op/egress';
 import { type SquidAuth, squidAuthLines } from './auth.js';
 import { squidSourceList, withPrefix } from './cidr.js';
+import { squidEgressLines } from './egress.js';
 
 /** Where a Squid writes, as paths on the machine or in the container it runs in. */
 export interface SquidPaths {
@@ -54,8 +58,17 @@ export interface SquidSettings {
    * Squid accepts them, and a network another one covers is left out.
    */
   readonly allowedSources: readonly string[];
-  /** The ports CONNECT may reach; `[443]` when unset. */
+  /**
+   * The ports CONNECT may reach; `[443]` when unset. The older spelling of
+   * `egress.connectPorts`: give one or the other.
+   */
   readonly connectPorts?: readonly number[] | undefined;
+  /**
+   * Where the proxy may connect to (`@proxy-op/egress`): `allow` and
+   * `deny` entries and the ports of CONNECT and plain HTTP. Its defaults
+   * when unset, or for what it leaves out.
+   */
+  readonly egress?: EgressPolicy | undefined;
   /** Listen on this address only; all addresses when unset. */
   readonly listenAddress?: string | undefined;
   /** Where Squid writes; {@link CONTAINER_PATHS} when unset. */
@@ -74,7 +87,8 @@ const isPort = (p: number) => Number.isInteger(p) && p >= 1 && p <= 65535;
  * Renders the configuration. Throws a `RangeError` naming the setting for
  * anything that would make an open or broken proxy: no source, a source
  * that is not an address or CIDR, a port outside 1 to 65535, an `auth`
- * whose realm, paths or numbers would break the configuration.
+ * whose realm, paths or numbers would break the configuration, an
+ * `egress` policy with a bad entry (each problem named by its field path).
  */
 export function renderSquidConfig(s: SquidSettings): string {
   if (!isPort(s.port)) {
@@ -87,15 +101,22 @@ export function renderSquidConfig(s: SquidSettings): string {
     const problem = cidrProblem(cidr);
     if (problem !== undefined) throw new RangeError(`allowedSources: ${problem}`);
   }
-  const connectPorts = s.connectPorts ?? [443];
-  if (connectPorts.length === 0) {
-    throw new RangeError('connectPorts: empty; leave it unset for 443');
-  }
-  for (const p of connectPorts) {
-    if (!isPort(p)) {
-      throw new RangeError(`connectPorts: ${String(p)} is not a TCP port (1 to 65535)`);
+  if (s.connectPorts !== undefined) {
+    if (s.egress?.connectPorts !== undefined) {
+      throw new RangeError(
+        'connectPorts: egress.connectPorts is given too; give the CONNECT ports in egress.connectPorts only',
+      );
+    }
+    if (s.connectPorts.length === 0) {
+      throw new RangeError('connectPorts: empty; leave it unset for 443');
+    }
+    for (const p of s.connectPorts) {
+      if (!isPort(p)) {
+        throw new RangeError(`connectPorts: ${String(p)} is not a TCP port (1 to 65535)`);
+      }
     }
   }
+  const egress = squidEgressLines(s.egress, s.connectPorts);
   const paths = s.paths ?? CONTAINER_PATHS;
   const listen = s.listenAddress === undefined ? `${s.port}` : `${s.listenAddress}:${s.port}`;
   const sources = squidSourceList(s.allowedSources.map(withPrefix));
@@ -107,14 +128,15 @@ export function renderSquidConfig(s: SquidSettings): string {
     `http_port ${listen}`,
     ...(auth?.params ?? []),
     ...sources.map((cidr) => `acl proxy_op_allowed src ${cidr}`),
-    `acl proxy_op_connect_ports port ${connectPorts.join(' ')}`,
-    'acl proxy_op_link_local dst 169.254.0.0/16 fe80::/10',
+    ...egress.acls,
     'acl CONNECT method CONNECT',
     ...(auth?.acls ?? []),
     'http_access deny manager',
-    'http_access deny proxy_op_link_local',
-    'http_access deny CONNECT !proxy_op_connect_ports',
-    ...(auth?.access ?? ['http_access allow proxy_op_allowed']),
+    // The source first (403), then the credential (407), then the destination (403).
+    'http_access deny !proxy_op_allowed',
+    ...(auth === undefined ? [] : [auth.challenge]),
+    ...egress.access,
+    auth?.allow ?? 'http_access allow proxy_op_allowed',
     'http_access deny all',
     'cache deny all',
     'cache_mem 0 MB',

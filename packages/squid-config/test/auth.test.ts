@@ -71,7 +71,7 @@ describeWithPeers(
             port,
             listenAddress: SQUID,
             allowedSources: [`${INSIDE}/32`],
-            connectPorts: [origin.port],
+            egress: { allow: [`127.0.0.1:${origin.port}`] },
             paths: { accessLog: join(dir, 'access.log'), cacheLog: join(dir, 'cache.log') },
             auth: {
               realm: REALM,

@@ -50,6 +50,33 @@ const configurations: Record<string, string> = {
         children: 1,
       },
     }),
+  'a destination policy with every kind of entry, ports and ranges': renderSquidConfig({
+    port: 3128,
+    allowedSources: ['10.0.0.0/8'],
+    egress: {
+      allow: [
+        '10.20.0.0/16',
+        '10.20.1.0/24',
+        '127.0.0.1:8080',
+        '[fd00::5]:9000',
+        'fd00:1::/32',
+        'internal.example:8000-8100',
+        'git.example',
+        '*.corp.example',
+        '0.0.0.0/0:443',
+        '[::/0]:443',
+      ],
+      deny: ['10.20.99.0/24', 'blocked.example', '*.evil.example:443', '192.0.2.1:80'],
+      connectPorts: [443, '8443-8450'],
+      httpPorts: [80, 443, '1025-65535'],
+    },
+  }),
+  'a destination policy with Basic authentication and no CONNECT port': renderSquidConfig({
+    port: 3128,
+    allowedSources: ['10.0.0.0/8'],
+    auth: { realm: 'proxy-op', passwordFile: CONTAINER_PASSWORD_FILE },
+    egress: { allow: ['10.1.2.3:22'], connectPorts: [] },
+  }),
   'loopback only': renderSquidConfig({
     port: 3128,
     allowedSources: ['127.0.0.1'],

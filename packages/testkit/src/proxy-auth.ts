@@ -138,8 +138,13 @@ export async function authMatrix(s: AuthMatrixSetup): Promise<Record<string, str
   return out;
 }
 
-/** What every proxy with Basic authentication and allowed sources answers to {@link authMatrix}. */
-export function expectedAuthMatrix(realm: string): Record<string, string> {
+/**
+ * What every proxy with Basic authentication and allowed sources answers to
+ * {@link authMatrix}. `outside` is what a source outside the allowed ones
+ * gets: `'403'` (Squid), or `'0'` from a proxy that closes such a
+ * connection unanswered, as `@proxy-op/forward-proxy` does.
+ */
+export function expectedAuthMatrix(realm: string, outside = '403'): Record<string, string> {
   const challenge = `407 Basic realm="${realm}"`;
   return {
     'GET, no credentials': challenge,
@@ -152,10 +157,10 @@ export function expectedAuthMatrix(realm: string): Record<string, string> {
     'CONNECT, the right credential, --proxy-user': '200',
     'GET, the right credential, in the proxy URL': '200',
     'CONNECT, the right credential, in the proxy URL': '200',
-    'GET, the right credential, from outside the sources': '403',
-    'CONNECT, the right credential, from outside the sources': '403',
-    'GET, no credentials, from outside the sources': '403',
-    'CONNECT, no credentials, from outside the sources': '403',
+    'GET, the right credential, from outside the sources': outside,
+    'CONNECT, the right credential, from outside the sources': outside,
+    'GET, no credentials, from outside the sources': outside,
+    'CONNECT, no credentials, from outside the sources': outside,
   };
 }
 
