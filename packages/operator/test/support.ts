@@ -18,6 +18,7 @@ import {
   type State,
   type TargetResult,
 } from '@proxy-op/contract';
+import type { EgressPolicy } from '@proxy-op/egress';
 import {
   MemoryBackend,
   profile as memoryProfile,
@@ -40,6 +41,8 @@ export interface ScriptedVm {
   deleting: boolean;
   cloudInit: string;
   port: number;
+  /** The destination policy the Create asked for. */
+  egress?: EgressPolicy | undefined;
 }
 
 type Op = 'create' | 'get' | 'delete' | 'list' | 'check';
@@ -173,6 +176,7 @@ class ScriptedImplementation implements ProviderImplementation<{ name: string }>
       deleting: false,
       cloudInit: new TextDecoder().decode(req.cloudInit),
       port: req.port,
+      egress: req.egress,
     });
     return ids.format(req);
   }

@@ -6,6 +6,7 @@
  * @module
  */
 import { cidrProblem } from '@proxy-op/contract';
+import { type EgressPolicy, egressPolicyProblems } from '@proxy-op/egress';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { authSchema, credentialsStatusSchema } from './auth.js';
 import { probeStatusSchema, remediationSchema } from './probe.js';
@@ -48,6 +49,52 @@ export const conditionSchema = {
     message: { type: 'string' },
     lastTransitionTime: { type: 'string', format: 'date-time' },
     observedGeneration: { type: 'integer', minimum: 0 },
+  },
+} as const;
+
+/** A port or a range `lo-hi`, as Kubernetes' int-or-string. */
+const portSpec = {
+  'x-kubernetes-int-or-string': true,
+  anyOf: [{ type: 'integer' }, { type: 'string' }],
+  // Each applies to its own type only: the bounds to a port, the pattern to a range.
+  minimum: 1,
+  maximum: 65535,
+  pattern: '^[0-9]{1,5}-[0-9]{1,5}$',
+} as const;
+
+/**
+ * `spec.egress`: where the proxy may connect, on top of the defaults that
+ * refuse loopback, private, link-local and metadata addresses and the
+ * proxy host's own (after name resolution), CONNECT to anything but 443
+ * and plain HTTP below 1025 but 80 and 443.
+ */
+const egressSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description:
+    'Where the proxy may connect. By default it refuses loopback, private, link-local and cloud metadata addresses and its host’s own (checked after name resolution), CONNECT to anything but 443, and plain HTTP to ports below 1025 but 80 and 443.',
+  properties: {
+    allow: {
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+      description:
+        'Destinations allowed although a default refuses them: a CIDR, an address, a host name or *.suffix, each with an optional :port or :lo-hi (10.0.0.0/8, db.internal:5432, [fd00::1]:443).',
+    },
+    deny: {
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+      description: 'Destinations refused on top of the defaults, written as in allow.',
+    },
+    connectPorts: {
+      type: 'array',
+      items: portSpec,
+      description: 'The ports CONNECT may reach (default [443]).',
+    },
+    httpPorts: {
+      type: 'array',
+      items: portSpec,
+      description: 'The ports plain HTTP may reach (default [80, 443, "1025-65535"]).',
+    },
   },
 } as const;
 
@@ -95,6 +142,7 @@ export const proxySpecSchema = {
     },
     remediation: remediationSchema,
     auth: authSchema,
+    egress: egressSchema,
   },
 } as const;
 
@@ -210,27 +258,35 @@ type Optional_<P, R> = {
  */
 export type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
   ? E
-  : S extends { readonly const: infer C }
-    ? C
-    : S extends { readonly type: 'string' }
-      ? string
-      : S extends { readonly type: 'integer' | 'number' }
-        ? number
-        : S extends { readonly type: 'boolean' }
-          ? boolean
-          : S extends { readonly type: 'array'; readonly items: infer I }
-            ? FromSchema<I>[]
-            : S extends { readonly type: 'object'; readonly properties: infer P }
-              ? Simplify<
-                  Required_<P, S extends { readonly required: readonly (infer R)[] } ? R : never> &
-                    Optional_<P, S extends { readonly required: readonly (infer R)[] } ? R : never>
-                >
-              : S extends {
-                    readonly type: 'object';
-                    readonly additionalProperties: infer A;
-                  }
-                ? Record<string, FromSchema<A>>
-                : unknown;
+  : S extends { readonly anyOf: readonly (infer A)[] }
+    ? FromSchema<A>
+    : S extends { readonly const: infer C }
+      ? C
+      : S extends { readonly type: 'string' }
+        ? string
+        : S extends { readonly type: 'integer' | 'number' }
+          ? number
+          : S extends { readonly type: 'boolean' }
+            ? boolean
+            : S extends { readonly type: 'array'; readonly items: infer I }
+              ? FromSchema<I>[]
+              : S extends { readonly type: 'object'; readonly properties: infer P }
+                ? Simplify<
+                    Required_<
+                      P,
+                      S extends { readonly required: readonly (infer R)[] } ? R : never
+                    > &
+                      Optional_<
+                        P,
+                        S extends { readonly required: readonly (infer R)[] } ? R : never
+                      >
+                  >
+                : S extends {
+                      readonly type: 'object';
+                      readonly additionalProperties: infer A;
+                    }
+                  ? Record<string, FromSchema<A>>
+                  : unknown;
 
 /** A Proxy's spec, after validation and defaults. */
 export type ProxySpec = FromSchema<typeof proxySpecSchema>;
@@ -329,8 +385,11 @@ ajv.addFormat('date-time', (s: string) => !Number.isNaN(Date.parse(s)));
 const manifestValidator = ajv.compile(proxyManifestSchema);
 const specValidator = ajv.compile(proxySpecSchema);
 
+/** A path of `spec.egress`'s port lists: one problem for the forms they take, not one per form. */
+const EGRESS_PORT = /^spec\.egress\.(connectPorts|httpPorts)\[\d+\]$/;
+
 function problemsOf(errors: readonly ErrorObject[] | null | undefined, root: string) {
-  return (errors ?? []).map((e): SchemaProblem => {
+  const out = (errors ?? []).map((e): SchemaProblem => {
     const segs = e.instancePath
       .split('/')
       .slice(1)
@@ -348,8 +407,13 @@ function problemsOf(errors: readonly ErrorObject[] | null | undefined, root: str
     } else if (e.keyword === 'pattern' && path.includes('allowedSources')) {
       message = 'must be a CIDR such as 10.0.0.0/8 or fd00::/8';
     }
+    if (EGRESS_PORT.test(path))
+      message = 'must be a port (1 to 65535) or a range such as 8000-8999';
     return { path: path === '' ? '(root)' : path, message };
   });
+  return out.filter(
+    (p, i) => !EGRESS_PORT.test(p.path) || out.findIndex((q) => q.path === p.path) === i,
+  );
 }
 
 /**
@@ -365,6 +429,16 @@ function sourceProblems(spec: unknown): SchemaProblem[] {
   });
 }
 
+/** What the schema cannot say of `spec.egress`: entries that read as nothing, ranges upside down. */
+function egressProblems(spec: unknown): SchemaProblem[] {
+  const egress = (spec as { egress?: EgressPolicy } | undefined)?.egress;
+  if (egress === undefined) return [];
+  return egressPolicyProblems(egress, 'spec.egress').map((line) => {
+    const i = line.indexOf(': ');
+    return { path: line.slice(0, i), message: line.slice(i + 2) };
+  });
+}
+
 /**
  * A validator of `schema` with the operator's rules (defaults filled in, every
  * problem as `path: message` under `root`); the input is not modified.
@@ -377,7 +451,8 @@ export function validatorOf<T>(schema: object, root: string): (input: unknown) =
 function run<T>(validator: ValidateFunction, input: unknown, root: string): Validated<T> {
   const copy: unknown = structuredClone(input);
   if (!validator(copy)) return { ok: false, problems: problemsOf(validator.errors, root) };
-  const problems = sourceProblems(root === '' ? (copy as { spec?: unknown }).spec : copy);
+  const spec = root === '' ? (copy as { spec?: unknown }).spec : copy;
+  const problems = [...sourceProblems(spec), ...egressProblems(spec)];
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, value: copy as T };
 }

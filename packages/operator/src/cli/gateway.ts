@@ -11,6 +11,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@proxy-op/contract';
+import { type EgressPolicy, egressPolicyProblems } from '@proxy-op/egress';
 import {
   type ParentProxy,
   readParentsFile,
@@ -28,7 +29,7 @@ import { targetOf } from './target.js';
 const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | [POOL] --upstreams FILE)
     --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
     [--password-file FILE [--realm REALM]] [--session none|client|header] [--session-header FIELD]
-    [--drain 30s] [--access-log FILE]
+    [--drain 30s] [--access-log FILE] [--egress JSON]
 
 Serves one proxy address in front of the pool's verified Proxies: each request and CONNECT goes
 through one of them, with its credential, and the answer names it in X-Proxy-Op-Upstream. The
@@ -53,6 +54,7 @@ export async function gateway(argv: string[]): Promise<number> {
       session: { type: 'string', default: 'none' },
       'session-header': { type: 'string' },
       drain: { type: 'string', default: '30s' },
+      egress: { type: 'string' },
       'access-log': { type: 'string' },
       help: { type: 'boolean' },
     },
@@ -72,6 +74,7 @@ export async function gateway(argv: string[]): Promise<number> {
   if (!['none', 'client', 'header'].includes(session)) {
     throw new UsageError(`--session is "${values.session}"; use none, client or header`);
   }
+  const egress = egressOf(values.egress);
   const name = positionals[0] === undefined ? 'gateway' : `gateway-${positionals[0]}`;
   const log = createLogger();
   const upstreams = firstList(file, log);
@@ -89,6 +92,7 @@ export async function gateway(argv: string[]): Promise<number> {
           },
         }),
     accessLog: values['access-log'],
+    ...(egress === undefined ? {} : { egress }),
     parents: {
       upstreams,
       session,
@@ -121,6 +125,22 @@ export async function gateway(argv: string[]): Promise<number> {
   stop();
   await proxy.close();
   return 0;
+}
+
+/** `--egress JSON`: the pool's destination policy, checked; undefined: the defaults. */
+function egressOf(text: string | undefined): EgressPolicy | undefined {
+  if (text === undefined) return undefined;
+  let policy: unknown;
+  try {
+    policy = JSON.parse(text);
+  } catch {
+    throw new UsageError(
+      '--egress is not JSON: give the policy as {"allow": [...], "deny": [...]}',
+    );
+  }
+  const problems = egressPolicyProblems(policy as EgressPolicy, '--egress');
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+  return policy as EgressPolicy;
 }
 
 /** The upstreams file the command line names. */

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { EgressPolicy } from '@proxy-op/egress';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
 import { realmOf } from '../credentials/credential.js';
@@ -35,6 +36,8 @@ export interface GatewayPlan {
   readonly auth: 'basic' | 'none';
   /** How long an upstream out of the list keeps its tunnels (the rotation's drain). */
   readonly drainSeconds: number;
+  /** The pool's destination policy (its template's `egress`): the gateway refuses what it can see of it before resolution. */
+  readonly egress?: EgressPolicy | undefined;
 }
 
 /** The gateway of `pool`, or undefined when it has none (a paused pool keeps its gateway). */
@@ -53,6 +56,9 @@ export function gatewayPlan(pool: PoolObject): GatewayPlan | undefined {
     sessionHeader: g.sessionHeader,
     auth: g.auth.type,
     drainSeconds: pool.spec.rotation?.drainSeconds ?? DEFAULTS.gatewayDrainMs / 1000,
+    ...(pool.spec.template.spec.egress === undefined
+      ? {}
+      : { egress: pool.spec.template.spec.egress }),
   };
 }
 
@@ -85,6 +91,7 @@ export function gatewayArgs(plan: GatewayPlan, at: GatewayPlaces): string[] {
     plan.sessionHeader,
     '--drain',
     `${plan.drainSeconds}s`,
+    ...(plan.egress === undefined ? [] : ['--egress', JSON.stringify(plan.egress)]),
     ...(plan.auth === 'basic'
       ? ['--password-file', at.passwordFile, '--realm', realmOf(plan.namespace, plan.pool)]
       : []),

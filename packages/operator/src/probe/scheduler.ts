@@ -14,7 +14,13 @@
  */
 import { type Context, context } from '@opentelemetry/api';
 import { type Logger, silentLogger } from '@proxy-op/contract';
-import { ProbeAbortedError, type ProbeCredentials, type ProbeResult, probe } from '@proxy-op/probe';
+import {
+  ProbeAbortedError,
+  type ProbeCredentials,
+  type ProbeResult,
+  type ProbeTargetSpec,
+  probe,
+} from '@proxy-op/probe';
 import { durationMs } from '../api/duration.js';
 import type { ProbeStatus } from '../api/proxy.js';
 import type { ConfiguredProvider } from '../providers/set.js';
@@ -172,6 +178,17 @@ export class ProbeScheduler {
               circuit: this.#circuits.get(rec.instance.provider, settings.maxUnhealthy),
             },
     };
+  }
+
+  /**
+   * The target the probes of `cp`'s proxies go to: the provider's
+   * `probe.url`, else the operator's own; undefined while probing is off
+   * for it (the reconciler lets the proxies reach it through their
+   * destination policy).
+   */
+  targetFor(cp: ConfiguredProvider): ProbeTargetSpec | undefined {
+    if (!cp.probe.enabled) return undefined;
+    return settingsTarget(cp.probe) ?? this.#deps.target;
   }
 
   /**

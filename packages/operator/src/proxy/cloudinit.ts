@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ProxyAuth } from '@proxy-op/contract';
+import type { EgressPolicy } from '@proxy-op/egress';
 import {
   renderSquidConfig as renderSquid,
   SERVICE_PASSWORD_FILE,
@@ -23,16 +24,20 @@ const FILE_IN_HASH = new TextEncoder().encode('# the password file\n');
 /**
  * The Squid configuration for a spec, as `@proxy-op/squid-config` renders
  * it for the `squid` service of Debian and Ubuntu: only the spec's
- * `allowedSources` on its port, CONNECT only to 443, no link-local
- * destinations or cache manager, no query strings in the access log.
+ * `allowedSources` on its port, the destination policy (`egress`, by
+ * default the spec's: loopback, private, link-local and metadata
+ * destinations refused, CONNECT only to 443), no cache manager, no query
+ * strings in the access log.
  */
 export function renderSquidConfig(
-  spec: Pick<ProxySpec, 'port' | 'allowedSources'>,
+  spec: Pick<ProxySpec, 'port' | 'allowedSources' | 'egress'>,
   auth?: Pick<ProxyAuth, 'realm'> | undefined,
+  egress: EgressPolicy | undefined = spec.egress,
 ): string {
   return renderSquid({
     port: spec.port,
     allowedSources: spec.allowedSources,
+    ...(egress === undefined ? {} : { egress }),
     paths: SERVICE_PATHS,
     ...(auth === undefined
       ? {}
@@ -47,8 +52,9 @@ export function renderSquidConfig(
  * always renders the same bytes (the text is part of the spec hash).
  */
 export function renderCloudInit(
-  spec: Pick<ProxySpec, 'port' | 'allowedSources' | 'cloudInit'>,
+  spec: Pick<ProxySpec, 'port' | 'allowedSources' | 'cloudInit' | 'egress'>,
   auth?: CloudInitAuth | undefined,
+  egress: EgressPolicy | undefined = spec.egress,
 ): string {
   if (spec.cloudInit !== undefined) return spec.cloudInit;
   const indent = (text: string) =>
@@ -57,7 +63,7 @@ export function renderCloudInit(
       .split('\n')
       .map((l) => `      ${l}`)
       .join('\n');
-  const conf = indent(renderSquidConfig(spec, auth));
+  const conf = indent(renderSquidConfig(spec, auth, egress));
   // Squid's helper runs as the proxy user: the file is readable by root and that group only.
   // The group exists once the squid package is in, after write_files has run (and not every
   // distribution runs deferred writes): runcmd gives the file to it before restarting Squid.
@@ -141,19 +147,44 @@ export interface SpecAuth {
   readonly hashInput: string;
 }
 
-/** A spec's cloud-init and its {@link specHash}. */
+/** A spec's cloud-init, the destination policy its proxy gets, and its {@link specHash}. */
 export interface RenderedSpec {
   readonly cloudInit: string;
+  /** The spec's `egress` with the operator's own destinations allowed on top; undefined: the defaults. */
+  readonly egress: EgressPolicy | undefined;
   readonly hash: string;
 }
 
 /**
- * Renders a spec's cloud-init once and hashes the spec over it, so a
- * reconcile pass uses one rendering for both the hash and the Create.
+ * The destination policy of a Proxy's proxy: its `spec.egress`, and the
+ * operator's own destinations (`operatorAllow`: its probe target) allowed
+ * on top, so the probes reach their target whatever the defaults refuse.
  */
-export function renderSpec(spec: ProxySpec, auth?: SpecAuth | undefined): RenderedSpec {
-  const cloudInit = renderCloudInit(spec, auth?.auth);
+export function effectiveEgress(
+  spec: Pick<ProxySpec, 'egress'>,
+  operatorAllow: readonly string[],
+): EgressPolicy | undefined {
+  if (operatorAllow.length === 0) return spec.egress;
+  const allow = [...(spec.egress?.allow ?? [])];
+  for (const entry of operatorAllow) if (!allow.includes(entry)) allow.push(entry);
+  return { ...spec.egress, allow };
+}
+
+/**
+ * Renders a spec's cloud-init once and hashes the spec, so a reconcile pass
+ * uses one rendering for both the hash and the Create. The operator's own
+ * destinations (`operatorAllow`) are in the cloud-init and the policy, not
+ * in the hash: a probe target that moves replaces no instance.
+ */
+export function renderSpec(
+  spec: ProxySpec,
+  auth?: SpecAuth | undefined,
+  operatorAllow: readonly string[] = [],
+): RenderedSpec {
+  const egress = effectiveEgress(spec, operatorAllow);
+  const cloudInit = renderCloudInit(spec, auth?.auth, egress);
   const hashed =
     auth === undefined ? undefined : { realm: auth.auth.realm, hashInput: auth.hashInput };
-  return { cloudInit, hash: hashOf(spec, hashed, cloudInit) };
+  const plain = egress === spec.egress ? cloudInit : renderCloudInit(spec, auth?.auth);
+  return { cloudInit, egress, hash: hashOf(spec, hashed, plain) };
 }

@@ -152,10 +152,10 @@ export class ReconcilePass {
    * undefined (with `Ready=False`, `InvalidSpec`, written) for a source the
    * CRD's pattern let through but Squid could not be given.
    */
-  async render(): Promise<RenderedSpec | undefined> {
+  async render(cp: ConfiguredProvider): Promise<RenderedSpec | undefined> {
     try {
       const a = this.#auth;
-      return renderSpec(this.#obj.spec, a.mode === 'none' ? undefined : a);
+      return renderSpec(this.#obj.spec, a.mode === 'none' ? undefined : a, this.#ownAllow(cp));
     } catch (err) {
       this.#status.cond('Ready', 'False', 'InvalidSpec', `spec: ${(err as Error).message}`);
       await this.#status.write();
@@ -246,9 +246,7 @@ export class ReconcilePass {
     const md = this.#obj.metadata;
     const name = instanceName(md.namespace, md.name, st.credentials?.slot === 1 ? 1 : 0);
     const auth = this.#auth.mode === 'none' ? undefined : this.#auth.auth;
-    const id = await this.#env.call((o) =>
-      cp.provider.create(this.#request(name, spec.cloudInit, auth), o),
-    );
+    const id = await this.#env.call((o) => cp.provider.create(this.#request(name, spec, auth), o));
     st.providerID = id;
     st.instanceProvider = cp.name;
     st.specHash = spec.hash;
@@ -293,10 +291,12 @@ export class ReconcilePass {
       verify: (cred) => probes?.verify(holder, instance, cred) ?? Promise.resolve(true),
       replace: {
         create: (name, auth) => {
-          const { cloudInit } = renderSpec(this.#obj.spec, { auth, hashInput: a.hashInput });
-          return this.#env.call((o) =>
-            holder.provider.create(this.#request(name, cloudInit, auth), o),
+          const spec = renderSpec(
+            this.#obj.spec,
+            { auth, hashInput: a.hashInput },
+            this.#ownAllow(holder),
           );
+          return this.#env.call((o) => holder.provider.create(this.#request(name, spec, auth), o));
         },
         providerNamed: (name) => this.#env.providers.get(name),
         deleteInstance: (cp, id) => this.#deleteInstance(cp, id),
@@ -331,8 +331,24 @@ export class ReconcilePass {
   }
 
   /** The Create request of an instance of this Proxy named `name`. */
-  #request(name: string, cloudInit: string, auth: ProxyAuth | undefined) {
-    return createRequestOf(this.#obj, this.#env.providers.installation, name, cloudInit, auth);
+  #request(name: string, spec: RenderedSpec, auth: ProxyAuth | undefined) {
+    return createRequestOf(this.#obj, this.#env.providers.installation, name, spec, auth);
+  }
+
+  /**
+   * The operator's own destinations a proxy on `cp` must reach whatever its
+   * policy refuses: where its probes go (`host:port` of both probe URLs).
+   */
+  #ownAllow(cp: ConfiguredProvider): string[] {
+    const target = this.#env.probes?.targetFor(cp);
+    if (target === undefined) return [];
+    const entries = [target.get, target.connect]
+      .filter((u): u is URL => u !== undefined)
+      .map((u) => {
+        const port = u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : '80';
+        return `${u.hostname}:${port}`;
+      });
+    return [...new Set(entries)];
   }
 
   /** Deletes a rotation's successor and retiring instance; true once none is left. */
@@ -422,7 +438,7 @@ function createRequestOf(
   obj: ProxyObject,
   installation: string,
   name: string,
-  cloudInit: string,
+  spec: RenderedSpec,
   auth: ProxyAuth | undefined,
 ): CreateRequest {
   const { metadata: md, spec: s } = obj;
@@ -431,11 +447,12 @@ function createRequestOf(
     namespace: md.namespace,
     uid: md.uid,
     port: s.port,
-    cloudInit: new TextEncoder().encode(cloudInit),
+    cloudInit: new TextEncoder().encode(spec.cloudInit),
     placement: s.placement,
     allowedSources: s.allowedSources,
     installation,
     auth,
+    ...(spec.egress === undefined ? {} : { egress: spec.egress }),
   };
 }
 

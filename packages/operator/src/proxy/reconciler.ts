@@ -138,7 +138,7 @@ export class Reconciler {
     if (cp === undefined) return {};
     const waiting = await pass.credentials(cp);
     if (waiting !== undefined) return waiting;
-    const spec = await pass.render();
+    const spec = await pass.render(cp);
     if (spec === undefined) return {};
     try {
       const replacing = await pass.replace(cp, spec.hash);

@@ -36,7 +36,7 @@ export interface PassEnv {
 /** The part of the probe scheduler a reconcile pass uses. */
 export type DataPlane = Pick<
   ProbeScheduler,
-  'observe' | 'forget' | 'tracked' | 'restricted' | 'verify'
+  'observe' | 'forget' | 'tracked' | 'restricted' | 'verify' | 'targetFor'
 >;
 
 /** What a step of a pass works with: the pass's object, status and helpers. */
