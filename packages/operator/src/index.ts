@@ -74,6 +74,7 @@ export {
 } from './providers/file.js';
 export { FIRST_PARTY_PROVIDERS, ProviderRegistry } from './providers/registry.js';
 export { type ConfiguredProvider, ProviderSet, type ProvidersChange } from './providers/set.js';
+export { type CloudInitAuth, renderCloudInit, renderSquidConfig } from './proxy/cloudinit.js';
 export { FileCredentialStore } from './standalone/credentials.js';
 export { type ScanReport, type StandaloneOptions, StandaloneStore } from './standalone/store.js';
 export {

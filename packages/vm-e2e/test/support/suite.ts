@@ -29,6 +29,11 @@ const ALLOWED = `${CLOUD_NETWORK.gateway}/32`;
 /** A client it does not allow, until the spec change adds it. */
 const OUTSIDER = CLOUD_NETWORK.outsider;
 const FINISHED = /Cloud-init v\. \S+ finished at/;
+/**
+ * The origin and the operator's probe target listen on the bridge's address, a private one the
+ * default destination policy refuses: the Proxy allows it.
+ */
+const EGRESS_ALLOW = `${CLOUD_NETWORK.gateway}/32`;
 
 /** The overlap of a rotation: longer than a probe round, short enough for a test. */
 const OVERLAP = '20s';
@@ -50,6 +55,7 @@ function manifest(allowedSources: readonly string[], rotate?: string): string {
     `  port: ${PORT}`,
     `  allowedSources: [${allowedSources.join(', ')}]`,
     `  auth: { type: basic, overlap: ${OVERLAP} }`,
+    `  egress: { allow: [${EGRESS_ALLOW}] }`,
     '',
   ].join('\n');
 }
@@ -232,7 +238,11 @@ export function describeVmEndToEnd(vitest: typeof Vitest, type: 'kvm2' | 'kvm'):
         ) as { v1?: { datasource?: string; errors?: unknown[] } };
         expect(result.v1?.datasource).toMatch(/^DataSourceNoCloud/);
         expect(result.v1?.errors).toEqual([]);
-        const spec = { port: PORT, allowedSources: [ALLOWED] };
+        const spec = { port: PORT, allowedSources: [ALLOWED], egress: { allow: [EGRESS_ALLOW] } };
+        // The policy the proxy got: the spec's, with the operator's probe target allowed on top.
+        const egress = {
+          allow: [EGRESS_ALLOW, `${CLOUD_NETWORK.gateway}:8080`, `${CLOUD_NETWORK.gateway}:443`],
+        };
         const realm = 'proxy-op default/web';
         // The password file cloud-init wrote for Squid: the credential's SHA-512-crypt line alone,
         // of 1000 rounds (a generated password), which the guest's Squid then accepts.
@@ -248,12 +258,12 @@ export function describeVmEndToEnd(vitest: typeof Vitest, type: 'kvm2' | 'kvm'):
           await stack.guestFile(boot.name, '/var/lib/cloud/instance/user-data.txt')
         )?.toString();
         expect(userData).toBe(
-          renderCloudInit(spec, { realm, passwordFile: new TextEncoder().encode(passwd) }),
+          renderCloudInit(spec, { realm, passwordFile: new TextEncoder().encode(passwd) }, egress),
         );
         expect(userData).not.toContain(cred.password);
         expect(
           (await stack.guestFile(boot.name, '/etc/squid/conf.d/proxy-op.conf'))?.toString(),
-        ).toBe(renderSquidConfig(spec, { realm }));
+        ).toBe(renderSquidConfig(spec, { realm }, egress));
       });
 
       it('a client with the credential reaches the origin, which sees the guest; without it, 407', async () => {
