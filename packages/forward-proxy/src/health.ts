@@ -12,7 +12,9 @@ import { request } from 'node:http';
  * GET /healthz on the proxy at `address:port`: true when it answers 200
  * with `name` as its instance, false when it answers otherwise, not at all
  * or not within `timeoutMs`. Rejects when `signal` fires, and when the
- * address cannot be used at all (`EADDRNOTAVAIL`).
+ * address cannot be used at all (`EADDRNOTAVAIL`). `localAddress` is the
+ * source address to ask from (the system picks one when unset): a
+ * supervisor asks from the address the proxy's `healthSources` name.
  */
 export function probeHealth(
   name: string,
@@ -20,6 +22,7 @@ export function probeHealth(
   port: number,
   timeoutMs: number,
   signal?: AbortSignal,
+  localAddress?: string,
 ): Promise<boolean> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -31,6 +34,7 @@ export function probeHealth(
       agent: false,
       timeout: timeoutMs,
       signal,
+      ...(localAddress === undefined ? {} : { localAddress }),
     });
     req.on('timeout', () => {
       req.destroy();

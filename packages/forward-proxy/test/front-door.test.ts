@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicAuthorization } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { probeHealth } from '../src/health.js';
 import { hashPassword } from '../src/index.js';
 import { startForwardProxy } from '../src/proxy.js';
 import {
@@ -307,6 +308,13 @@ describe('sources, judged as they connect', () => {
     expect(await ask(proxy, 'GET /healthz HTTP/1.1\r\nHost: x', '127.0.7.98')).toMatch(
       /^(|<reset>)$/,
     );
+    // probeHealth asks from the health source it is given; from elsewhere it learns nothing.
+    expect(
+      await probeHealth('under-test', address, proxy.port, 2_000, undefined, '127.0.7.99'),
+    ).toBe(true);
+    expect(
+      await probeHealth('under-test', address, proxy.port, 2_000, undefined, '127.0.7.98'),
+    ).toBe(false);
   });
 });
 
