@@ -236,6 +236,15 @@ export interface BackendHarness {
     credential: { readonly username: string; readonly password: string },
   ): Promise<boolean>;
   /**
+   * Where `acceptsCredential` sends its request through the proxy, as a
+   * destination policy entry (`127.0.0.1:8080`): the kit allows it in the
+   * `egress` of every Create of the credentials section, so a proxy that
+   * holds the destination policy (which refuses the host it runs on and
+   * private networks by default) reaches it. Leave it out when
+   * `acceptsCredential` reads the password file instead of asking the proxy.
+   */
+  credentialOrigin?(): string | Promise<string>;
+  /**
    * §4.20 `in-place` providers that leave Create's `auth` to the caller's
    * cloud-init (VM providers: the operator's default cloud-init writes the
    * password file): puts `auth`'s password file where instance `id`'s proxy

@@ -19,6 +19,10 @@ const T = {
   leaks: 'the password file never reaches logs, spans or errors',
 } as const;
 
+/** The reference harness's refusal when the simulated proxy refuses the origin it is asked for. */
+const REFUSED_ORIGIN =
+  /^harness: the proxy of vms\/\S+ refused the destination 127\.0\.0\.1:8080 \(403\)/;
+
 export const CREDENTIAL_FLAWS: Record<string, Flaw> = {
   'no-update-auth': {
     about: 'declares in-place rotation and has no updateAuth',
@@ -39,6 +43,19 @@ export const CREDENTIAL_FLAWS: Record<string, Flaw> = {
       },
     ),
     fails: { [T.create]: label('a user the file does not hold accepted') },
+  },
+  'create-ignores-egress': {
+    about: "never writes a Create's destination policy, so its proxy refuses the origin allowed",
+    module: variant(
+      class extends MemoryImplementation {
+        protected override async writeEgressPolicy(): Promise<void> {}
+      },
+    ),
+    fails: {
+      [T.create]: REFUSED_ORIGIN,
+      [T.overlap]: REFUSED_ORIGIN,
+      [T.ends]: REFUSED_ORIGIN,
+    },
   },
   'update-auth-changes-nothing': {
     about: 'resolves updateAuth without writing the file',
@@ -172,6 +189,18 @@ export const CREDENTIAL_FLAWS: Record<string, Flaw> = {
       },
     ),
     fails: { [T.leaks]: label('the password file in an error') },
+  },
+  'harness-without-credential-origin': {
+    about: 'asks the proxy for an origin on its host without naming it, so no Create allows it',
+    harness: (h) => {
+      const { credentialOrigin: _gone, ...rest } = h;
+      return rest;
+    },
+    fails: {
+      [T.create]: REFUSED_ORIGIN,
+      [T.overlap]: REFUSED_ORIGIN,
+      [T.ends]: REFUSED_ORIGIN,
+    },
   },
   'harness-without-accepts-credential': {
     about: 'declares in-place rotation with a harness that cannot ask the proxy',

@@ -1,4 +1,4 @@
-// Peer: npm itself. Packs contract, keyedlock, forward-proxy and providertest, installs the
+// Peer: npm itself. Packs contract, keyedlock, egress, forward-proxy and providertest, installs the
 // tarballs into a project in the temp dir (dependencies from the registry or npm's cache), takes
 // the example provider from the installed package (so the tarball must ship it), type-checks it,
 // runs the conformance suite there against it, and then against the same provider with defects
@@ -20,6 +20,7 @@ beforeAll(async () => {
     packageDirs: [
       here('../../contract'),
       here('../../keyedlock'),
+      here('../../egress'),
       here('../../forward-proxy'),
       here('..'),
     ],

@@ -6,13 +6,17 @@
  * cannot be read, running out of capacity), reached only through the seam
  * {@link MemorySeam}. A running VM runs a simulated proxy that loads the
  * VM's password file when it starts and again a moment after the file is
- * written, as a proxy re-reading its file does.
+ * written, as a proxy re-reading its file does, and holds requests to the
+ * VM's destination policy (this host and private networks refused unless
+ * the policy allows them, as the real proxies do).
  *
  * @module
  */
+
+import type { EgressPolicy } from '@proxy-op/egress';
 import { abortable, createGate, type HarnessGate } from '../gate.js';
 import type { Gate } from '../harness.js';
-import { loadedFile, proxyLetsIn } from './proxy.js';
+import { loadedFile, proxyAnswer } from './proxy.js';
 
 /** A failure as the in-memory backend reports it: a code and a body. */
 export class BackendError extends Error {
@@ -59,6 +63,8 @@ export interface VmRecord {
   readonly proxyFile?: Uint8Array | undefined;
   /** When (ms since the epoch) the proxy loads `passwordFile` again, after it was written. */
   readonly proxyReloadAt?: number | undefined;
+  /** The destination policy in the VM's proxy config; the proxy's defaults when unset. */
+  readonly egress?: EgressPolicy | undefined;
 }
 
 /** The backend calls the reference provider makes; one method per call, each taking a signal. */
@@ -83,6 +89,15 @@ export interface MemorySeam {
   ): Promise<void>;
   /** Writes the password file in a VM's filesystem; its proxy loads it again a moment later. */
   putPasswordFile(name: string, contents: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /**
+   * Writes the destination policy in a VM's proxy config (undefined: the
+   * proxy's defaults); its proxy holds requests to it from then on.
+   */
+  putEgressPolicy(
+    name: string,
+    policy: EgressPolicy | undefined,
+    signal?: AbortSignal,
+  ): Promise<void>;
   /** Starts a VM that is not running; it gets an address. */
   start(name: string, signal?: AbortSignal): Promise<void>;
   /** Stops a running VM. */
@@ -173,6 +188,11 @@ export class MemoryBackend {
             proxyFile: loadedFile(vm, now),
             proxyReloadAt: now + this.reloadMs,
           });
+        }),
+      putEgressPolicy: (name, policy, signal) =>
+        this.call('putEgressPolicy', credential, signal, () => {
+          const { egress: _old, ...vm } = this.mustGet(name);
+          this.vms.set(name, policy === undefined ? vm : { ...vm, egress: policy });
         }),
       start: (name, signal) =>
         this.call('start', credential, signal, () => {
@@ -318,10 +338,17 @@ export class MemoryBackend {
   }
 
   /**
-   * Whether the proxy of the VM named `name` lets this credential in now
-   * (`proxyLetsIn`): what `acceptsCredential` asks.
+   * What the proxy of the VM named `name` answers now to a plain request
+   * for `destination` (`host:port`) with this credential: 200, 407 when
+   * it does not let the credential in, 403 when its destination policy
+   * refuses the destination, undefined when the VM does not run. What
+   * `acceptsCredential` asks.
    */
-  proxyAccepts(name: string, credential: { username: string; password: string }): boolean {
-    return proxyLetsIn(this.vms.get(name), credential, Date.now());
+  proxyAnswer(
+    name: string,
+    credential: { username: string; password: string },
+    destination: string,
+  ): 200 | 403 | 407 | undefined {
+    return proxyAnswer(this.vms.get(name), credential, destination, Date.now());
   }
 }

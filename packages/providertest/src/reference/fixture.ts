@@ -33,6 +33,12 @@ const ACCEPTED_TOKEN = 'accepted-token-4d2c';
 
 /** The harness's `authSettleMs`: the backend's proxies take a new file 20 ms after it is written. */
 const AUTH_SETTLE_MS = 1_000;
+/**
+ * Where the credential checks go through the simulated proxy: a web server
+ * on the machine's loopback, as a harness that sends real requests starts
+ * one. The proxy's default policy refuses it.
+ */
+const CREDENTIAL_ORIGIN = '127.0.0.1:8080';
 
 /** Options of {@link createReferenceFixture}. */
 export interface ReferenceFixtureOptions {
@@ -283,8 +289,18 @@ export async function createReferenceFixture(
       credential = `${ACCEPTED_TOKEN}-rotated-${++rotations}`;
       backend.acceptToken(credential);
     },
-    // The VM's simulated proxy, checked against the password file it has loaded.
-    acceptsCredential: async (id, c) => backend.proxyAccepts(name(id), c),
+    // The VM's simulated proxy asked for the origin, checked against its destination policy
+    // and the password file it has loaded, as a request through a real proxy would be.
+    credentialOrigin: () => CREDENTIAL_ORIGIN,
+    acceptsCredential: async (id, c) => {
+      const status = backend.proxyAnswer(name(id), c, CREDENTIAL_ORIGIN);
+      if (status === 403) {
+        throw new Error(
+          `harness: the proxy of ${id} refused the destination ${CREDENTIAL_ORIGIN} (403): the Create did not pass its egress on`,
+        );
+      }
+      return status === 200;
+    },
     authSettleMs: AUTH_SETTLE_MS,
   };
   return { provider, harness, backend };

@@ -186,8 +186,23 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
       throw err;
     }
     await this.writePasswordFile(req, ctx);
+    await this.writeEgressPolicy(undefined, req, ctx);
     await this.seam.start(req.name, ctx.signal);
     return id;
+  }
+
+  /**
+   * Writes the request's destination policy into the VM's proxy config
+   * when it differs from the one `vm` has (a new VM has the proxy's
+   * defaults), before its proxy starts.
+   */
+  protected async writeEgressPolicy(
+    vm: VmRecord | undefined,
+    req: CheckedCreateRequest,
+    ctx: OperationContext,
+  ): Promise<void> {
+    if (JSON.stringify(vm?.egress) === JSON.stringify(req.egress)) return;
+    await this.seam.putEgressPolicy(req.name, req.egress, ctx.signal);
   }
 
   /** Writes the request's password file into the VM, before its proxy starts; nothing without `auth`. */
@@ -213,6 +228,7 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     }
     await this.seam.putSeed(seedVolume(req.name), req.cloudInit, ctx.signal);
     await this.writePasswordFile(req, ctx);
+    await this.writeEgressPolicy(vm, req, ctx);
     if (vm.status !== 'running') await this.seam.start(req.name, ctx.signal);
     this.log.debug({ name: req.name, adopted: true }, 'memory instance ensured running');
   }

@@ -1,10 +1,12 @@
 /**
  * The reference backend's simulated proxy: how a running VM's proxy
- * answers a client's Basic credential, from the password files the VM
- * record holds.
+ * answers a client's request, from what the VM record holds: its
+ * destination policy (`@proxy-op/egress`, refusing this host and private
+ * networks by default, as the real proxies do) and its password files.
  *
  * @module
  */
+import { compileEgressPolicy, type EgressPolicy, type RefusalRule } from '@proxy-op/egress';
 import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
 
 /**
@@ -14,6 +16,10 @@ import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
 export interface ProxiedVm {
   /** The VM's status; the proxy answers only while it is `running`. */
   readonly status: string;
+  /** The VM's address: its own, which its proxy refuses as a destination. */
+  readonly ip?: string | undefined;
+  /** The proxy's destination policy; its defaults when unset. */
+  readonly egress?: EgressPolicy | undefined;
   /** The password file in the VM's filesystem; without one the proxy serves its sources alone. */
   readonly passwordFile?: Uint8Array | undefined;
   /** The password file the proxy had loaded before `passwordFile` was last written. */
@@ -48,4 +54,42 @@ export function proxyLetsIn(
   if (file === undefined) return true;
   const hash = parsePasswordFile(new TextDecoder().decode(file)).get(credential.username);
   return hash !== undefined && verifyPassword(credential.password, hash);
+}
+
+/**
+ * The rule by which the proxy of `vm` refuses a plain request to
+ * `destination` (`host:port`), or undefined when it would go there: the
+ * policy of `@proxy-op/egress` applied to the host as given (a name is not
+ * resolved) and, for an address, to the address.
+ */
+export function destinationRefusal(vm: ProxiedVm, destination: string): RefusalRule | undefined {
+  const url = new URL(`http://${destination}`);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = url.port === '' ? 80 : Number(url.port);
+  const policy = compileEgressPolicy(vm.egress, {
+    ownAddresses: vm.ip === undefined ? [] : [vm.ip],
+  });
+  const refused = policy.checkHost(host, port, 'http');
+  if (refused !== undefined) return refused;
+  const address = policy.literalAddress(host);
+  return address === undefined ? undefined : policy.checkAddress(address, port, 'http', host);
+}
+
+/**
+ * What the proxy of `vm` answers at `now` to a plain request for
+ * `destination` (`host:port`) carrying `credential`: nothing (undefined)
+ * while the VM is missing or does not run; 403 when its destination policy
+ * refuses the destination ({@link destinationRefusal}), whatever the
+ * credential; else 200 when it lets the credential in ({@link proxyLetsIn}),
+ * 407 when not.
+ */
+export function proxyAnswer(
+  vm: ProxiedVm | undefined,
+  credential: { readonly username: string; readonly password: string },
+  destination: string,
+  now: number,
+): 200 | 403 | 407 | undefined {
+  if (vm === undefined || vm.status !== 'running') return undefined;
+  if (destinationRefusal(vm, destination) !== undefined) return 403;
+  return proxyLetsIn(vm, credential, now) ? 200 : 407;
 }

@@ -115,6 +115,19 @@ function updateAuthOf(t: TestContext) {
 
 const ms = (w: Watched) => `${Math.round(w.ms)} ms`;
 
+/**
+ * A fresh request of the section with `auth`, its `egress` allowing the
+ * harness's `credentialOrigin` (when it has one): the origin is typically
+ * on the host or network the proxy's default policy refuses.
+ */
+async function requestWith(
+  t: TestContext,
+  auth: ProxyAuth,
+): Promise<CreateRequest & { auth: ProxyAuth }> {
+  const origin = await t.harness.credentialOrigin?.();
+  return { ...t.request(origin === undefined ? {} : { egress: { allow: [origin] } }), auth };
+}
+
 /** Creates an instance whose proxy requires `auth` (delivered by the harness where the caller's cloud-init would). */
 async function createWith(
   t: TestContext,
@@ -141,7 +154,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
 
     test(opts, 'a Create with a password file lets its user in and no one else', async (t) => {
       const { watch, now, settleMs } = hooks(t);
-      const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD).auth });
+      const id = await createWith(t, await requestWith(t, passwordFile(OLD).auth));
       const w = await watch(id, [{ credential: OLD, want: true }]);
       expect(w.reached, `the user of the file accepted within ${settleMs} ms of Create`).toBe(true);
       expect(await now(id, STRANGER), 'a user the file does not hold accepted').toBe(false);
@@ -158,7 +171,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const { watch, settleMs } = hooks(t);
         const update = updateAuthOf(t);
-        const req = { ...t.request(), auth: passwordFile(OLD).auth };
+        const req = await requestWith(t, passwordFile(OLD).auth);
         const id = await createWith(t, req);
         const first = await watch(id, [{ credential: OLD, want: true }]);
         expect(first.reached, `the user of the file accepted within ${settleMs} ms of Create`).toBe(
@@ -193,7 +206,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const { watch, now, settleMs } = hooks(t);
         const update = updateAuthOf(t);
-        const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD, NEW).auth });
+        const id = await createWith(t, await requestWith(t, passwordFile(OLD, NEW).auth));
         const both = await watch(id, [
           { credential: OLD, want: true },
           { credential: NEW, want: true },
@@ -228,13 +241,13 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       async (t) => {
         const update = updateAuthOf(t);
         const { auth } = passwordFile(OLD);
-        const id = await createWith(t, { ...t.request(), auth });
+        const id = await createWith(t, await requestWith(t, auth));
         await t.provider.delete(id);
         await expectGone(t, id);
         expect(await outcome(update(id, auth)), 'updateAuth of a deleted instance').toBe(
           'NotFound',
         );
-        const other = await createWith(t, { ...t.request(), auth });
+        const other = await createWith(t, await requestWith(t, auth));
         await t.harness.replaceInstance(other, undefined);
         expect(
           await outcome(update(other, auth)),
@@ -268,7 +281,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
           before,
         );
       }
-      const id = await createWith(t, { ...t.request(), auth: passwordFile(OLD).auth });
+      const id = await createWith(t, await requestWith(t, passwordFile(OLD).auth));
       for (const [what, auth, field] of [
         ['an empty password file', empty, 'passwordFile'],
         ['a realm with a quote', quoted, 'realm'],
@@ -289,7 +302,7 @@ export function describeCredentialsConformance(opts: ConformanceOptions): void {
       const first = passwordFile(OLD);
       const second = passwordFile(OLD, NEW);
       const errors: unknown[] = [];
-      const req = { ...t.request(), auth: first.auth };
+      const req = await requestWith(t, first.auth);
       const id = await createWith(t, req);
       await t.provider.create(req);
       await update(id, second.auth);
