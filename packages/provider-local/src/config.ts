@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { ConfigIssue, ConfigSchema, ProviderDeps } from '@proxy-op/contract';
 import { cidrProblem } from '@proxy-op/contract';
+import { type EgressPolicy, egressPolicyProblems } from '@proxy-op/egress';
 import { DEFAULT_LIMITS, type ProxyLimits } from '@proxy-op/forward-proxy';
 import { loopbackRangeProblem } from './cidr.js';
 import type { LocalSeam } from './seam.js';
@@ -43,8 +44,15 @@ export interface LocalConfig {
   readonly stateDir: string;
   /** The loopback range instances get addresses from (default `127.0.0.0/24`). */
   readonly addressRange: string;
-  /** Sources allowed when the request's cloud-init names none (default `127.0.0.0/8`). */
+  /** Sources allowed when the request names none (default `127.0.0.0/8`). */
   readonly allowedSources: readonly string[];
+  /**
+   * The destination policy of the proxies whose request has no `egress`
+   * (`@proxy-op/egress`). Unset, the forward proxy's safe default applies:
+   * nothing on this host (loopback, its own addresses), no link-local,
+   * metadata, private, multicast or broadcast address, `CONNECT` to 443 only.
+   */
+  readonly egress?: EgressPolicy | undefined;
   /** The one zone this provider has; `placement.zone` must be empty or this (default `local`). */
   readonly zone: string;
   /** The Node.js binary that runs the proxies (default: the one running the provider). */
@@ -101,6 +109,7 @@ const FIELDS = [
   'stateDir',
   'addressRange',
   'allowedSources',
+  'egress',
   'zone',
   'nodePath',
   'timeouts',
@@ -159,6 +168,12 @@ export const configSchema: ConfigSchema<LocalConfig> = {
           allowedSources = o.allowedSources as string[];
         }
       }
+      let egress: EgressPolicy | undefined;
+      if (o.egress !== undefined) {
+        const problems = egressPolicyProblems(o.egress, 'egress');
+        for (const line of problems) issues.push(egressIssue(line));
+        if (problems.length === 0) egress = o.egress as EgressPolicy;
+      }
       let zone = d.zone;
       if (o.zone !== undefined) {
         if (typeof o.zone !== 'string' || !LABEL.test(o.zone)) {
@@ -192,8 +207,31 @@ export const configSchema: ConfigSchema<LocalConfig> = {
       const limits = numbers('limits', d.limits, 1);
       if (issues.length > 0) return { issues };
       return {
-        value: { stateDir, addressRange, allowedSources, zone, nodePath, timeouts, limits },
+        value: {
+          stateDir,
+          addressRange,
+          allowedSources,
+          ...(egress === undefined ? {} : { egress }),
+          zone,
+          nodePath,
+          timeouts,
+          limits,
+        },
       };
     },
   },
 };
+
+/**
+ * One line of `egressPolicyProblems(policy, 'egress')` (`egress.allow[2]: ...`)
+ * as an issue whose path is the field's (`['egress', 'allow', 2]`), so the
+ * problem is named under the block's own path (`providers[0].local.egress.allow[2]`).
+ */
+function egressIssue(line: string): ConfigIssue {
+  const at = line.indexOf(': ');
+  const path: (string | number)[] = [];
+  for (const m of line.slice(0, at).matchAll(/([^.[\]]+)|\[(\d+)\]/g)) {
+    path.push(m[2] === undefined ? (m[1] as string) : Number(m[2]));
+  }
+  return { message: line.slice(at + 2), path };
+}

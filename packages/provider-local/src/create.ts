@@ -4,7 +4,8 @@
  * an address and a marked state file before anything is spawned; resolves
  * with `processes/<name>` once the proxy answers (`createReturn: blocking`).
  * A request with `auth` gets its password file written (`<name>.passwd`,
- * 0600) before the proxy starts, and the proxy requires it.
+ * 0600) before the proxy starts, and the proxy requires it. The proxy's
+ * destination policy is the request's `egress`, else the provider's.
  *
  * @module
  */
@@ -18,7 +19,13 @@ import {
 } from '@proxy-op/contract';
 import { pickAddress, underAllocation } from './address.js';
 import { formatId } from './id.js';
-import { accessLogPath, type InstanceRecord, passwordPath, type RecordAuth } from './record.js';
+import {
+  accessLogPath,
+  atAddress,
+  type InstanceRecord,
+  passwordPath,
+  type RecordAuth,
+} from './record.js';
 import type { Runtime } from './runtime.js';
 import { ensureRunning } from './start.js';
 
@@ -37,6 +44,7 @@ export async function createInstance(
       cloudInitBytes: req.cloudInit.byteLength,
       allowedSources,
       auth: req.auth !== undefined,
+      egress: req.egress !== undefined,
     },
     'local create resolved',
   );
@@ -49,7 +57,7 @@ export async function createInstance(
         `an instance named ${req.name} exists in ${rt.config.stateDir} and ${problem}; delete it or rename the Proxy`,
       );
     }
-    await ensureRunning(rt, await adoptAuth(rt, existing, req, ctx), ctx);
+    await ensureRunning(rt, await adoptTerms(rt, existing, req, ctx), ctx);
     rt.log.debug({ name: req.name, adopted: true }, 'local instance ensured running');
     return id;
   }
@@ -72,16 +80,22 @@ function authOf(rt: Runtime, req: CheckedCreateRequest): RecordAuth | undefined 
       };
 }
 
+/** The destination policy of a request's proxy: the request's, else the provider's. */
+function egressOf(rt: Runtime, req: CheckedCreateRequest): InstanceRecord['egress'] {
+  return req.egress ?? rt.config.egress;
+}
+
 /**
- * An adopted instance takes the request's password file. A proxy started
- * with another realm, or with authentication where the request has none
- * (or the other way round), is stopped, so that it starts again with the
- * request's: a proxy never keeps serving on terms the request did not ask for.
- * So is one whose password file was no longer the provider's (another
- * user's file in its place): it may hold credentials it verified from that
- * file, which a new file would only end after `credentialsTtlMs`.
+ * An adopted instance takes the request's password file and destination
+ * policy. A proxy started with another realm, or with authentication where
+ * the request has none (or the other way round), or with another policy,
+ * is stopped, so that it starts again with the request's: a proxy never
+ * keeps serving on terms the request did not ask for. So is one whose
+ * password file was no longer the provider's (another user's file in its
+ * place): it may hold credentials it verified from that file, which a new
+ * file would only end after `credentialsTtlMs`.
  */
-async function adoptAuth(
+async function adoptTerms(
   rt: Runtime,
   existing: InstanceRecord,
   req: CheckedCreateRequest,
@@ -95,15 +109,23 @@ async function adoptAuth(
     await rt.seam.writePasswordFile(req.name, req.auth.passwordFile, ctx.signal);
   }
   const auth = authOf(rt, req);
+  const egress = egressOf(rt, req);
   if (
     !replaced &&
     auth?.realm === existing.auth?.realm &&
-    (auth === undefined) === (existing.auth === undefined)
+    (auth === undefined) === (existing.auth === undefined) &&
+    JSON.stringify(egress) === JSON.stringify(existing.egress)
   ) {
     return existing;
   }
   if (existing.pid !== undefined) await rt.seam.kill(existing.name, existing.pid, ctx.signal);
-  const restarted: InstanceRecord = { ...existing, auth, phase: 'starting', pid: undefined };
+  const restarted: InstanceRecord = {
+    ...existing,
+    auth,
+    egress,
+    phase: 'starting',
+    pid: undefined,
+  };
   await rt.seam.writeState(restarted, ctx.signal);
   return restarted;
 }
@@ -125,10 +147,10 @@ function allocate(
         createdAt: rt.clock.now(),
         installation: req.installation,
       }),
-      address,
-      outgoingAddress: address,
+      ...atAddress(address),
       port: req.port,
       allowedSources,
+      egress: egressOf(rt, req),
       accessLog: accessLogPath(rt.config.stateDir, req.name),
       limits: rt.config.limits,
       auth: authOf(rt, req),

@@ -6,6 +6,8 @@
  * missing), files are written atomically through exclusive temporary files
  * (0600), opened and read without following links, and a file that is not
  * a regular file of ours is refused, never written through or trusted.
+ * Health checks are asked from the proxy's own address, the health source
+ * its record names, so they are answered whatever its `allowedSources` say.
  * Every method honours its signal: the file calls that take one get it,
  * and a wait on what cannot be cancelled (a spawn that must record its
  * pid, a folder call on a stuck mount, a socket being bound) stops when
@@ -205,13 +207,13 @@ export function createProcessSeam(config: LocalConfig): LocalSeam {
       return isAlive(pid, statePath(dir, name), signal);
     },
     probe(name, address, port, signal) {
-      return probeHealth(name, address, port, config.timeouts.probeMs, signal);
+      return probeHealth(name, address, port, config.timeouts.probeMs, signal, address);
     },
     async awaitAnswering(name, pid, address, port, ms, signal) {
       const file = statePath(dir, name);
       const deadline = Date.now() + ms;
       for (;;) {
-        if (await probeHealth(name, address, port, config.timeouts.probeMs, signal)) {
+        if (await probeHealth(name, address, port, config.timeouts.probeMs, signal, address)) {
           return 'answering';
         }
         if (!(await isAlive(pid, file, signal))) return 'exited';

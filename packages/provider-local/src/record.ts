@@ -6,6 +6,7 @@
  * @module
  */
 import { join } from 'node:path';
+import type { EgressPolicy } from '@proxy-op/egress';
 import type { ProxyLimits } from '@proxy-op/forward-proxy';
 
 /** Where an instance is in its life, as its state file says. */
@@ -31,6 +32,17 @@ export interface InstanceRecord {
   readonly port: number;
   /** CIDRs whose clients may use the proxy. */
   readonly allowedSources: readonly string[];
+  /**
+   * CIDRs whose clients may ask `GET /healthz` and nothing else: the
+   * proxy's own address, which the provider's health checks come from, so
+   * they are answered whatever `allowedSources` says.
+   */
+  readonly healthSources?: readonly string[] | undefined;
+  /**
+   * The destination policy (`@proxy-op/egress`): the request's, else the
+   * provider's `egress`; absent, the forward proxy's safe default.
+   */
+  readonly egress?: EgressPolicy | undefined;
   /** The access log file (JSON lines). */
   readonly accessLog: string;
   /** The proxy's resource bounds. */
@@ -55,6 +67,17 @@ export interface RecordAuth {
   readonly passwordFile: string;
   /** How long a verified credential is kept, in ms. */
   readonly credentialsTtlMs?: number | undefined;
+}
+
+/**
+ * The fields of a record that follow from its address: the address the
+ * proxy listens on, the source of its connections to loopback origins, and
+ * its health source (the provider probes from the proxy's own address).
+ */
+export function atAddress(
+  address: string,
+): Pick<InstanceRecord, 'address' | 'outgoingAddress' | 'healthSources'> {
+  return { address, outgoingAddress: address, healthSources: [`${address}/32`] };
 }
 
 /** The state file of `name` in `stateDir`. */
@@ -98,6 +121,8 @@ export function parseRecord(name: string, text: string): InstanceRecord {
       outgoingAddress: typeof o.outgoingAddress === 'string' ? o.outgoingAddress : undefined,
       port: typeof o.port === 'number' ? o.port : 0,
       allowedSources: Array.isArray(o.allowedSources) ? o.allowedSources : [],
+      healthSources: Array.isArray(o.healthSources) ? o.healthSources : undefined,
+      egress: typeof o.egress === 'object' && o.egress !== null ? o.egress : undefined,
       accessLog: typeof o.accessLog === 'string' ? o.accessLog : '',
       limits: o.limits,
       auth: readAuth(o.auth),

@@ -55,7 +55,10 @@ export interface LocalSeam {
   spawn(record: InstanceRecord, signal?: AbortSignal): Promise<number>;
   /** Whether `pid` is alive and is the proxy of `name`. */
   alive(name: string, pid: number, signal?: AbortSignal): Promise<boolean>;
-  /** Whether the proxy of `name` answers its health check on `address:port`. */
+  /**
+   * Whether the proxy of `name` answers its health check on `address:port`,
+   * asked from `address` itself (the proxy's health source).
+   */
   probe(name: string, address: string, port: number, signal?: AbortSignal): Promise<boolean>;
   /**
    * Waits until the proxy of `name` (process `pid`) answers its health

@@ -10,7 +10,7 @@
 import { type OperationContext, parseMark, raceAbort } from '@proxy-op/contract';
 import { pickAddress, underAllocation } from './address.js';
 import { LocalError } from './errors.js';
-import type { InstanceRecord } from './record.js';
+import { atAddress, type InstanceRecord } from './record.js';
 import type { Runtime } from './runtime.js';
 
 /**
@@ -51,17 +51,30 @@ export async function ensureRunning(
         const address = await pickAddress(rt, current.name, uid, current.port, signal);
         const moved: InstanceRecord = {
           ...current,
-          address,
-          outgoingAddress: address,
+          ...atAddress(address),
           phase: 'starting',
           pid: undefined,
         };
         await rt.seam.writeState(moved, signal);
         return moved;
       });
-    } else if (current.phase !== 'starting') {
-      current = { ...current, phase: 'starting', pid: undefined };
-      await rt.seam.writeState(current, signal);
+    } else {
+      // A record an earlier version wrote may lack what follows from the address (the
+      // health source the provider probes from): the proxy starts with it.
+      const next: InstanceRecord = {
+        ...current,
+        ...atAddress(current.address as string),
+        phase: 'starting',
+        pid: undefined,
+      };
+      if (
+        current.phase !== 'starting' ||
+        current.outgoingAddress !== next.outgoingAddress ||
+        current.healthSources?.join() !== next.healthSources?.join()
+      ) {
+        current = next;
+        await rt.seam.writeState(current, signal);
+      }
     }
     // The spawn is not given the caller's signal: it records the pid whatever happens to this
     // call, and a retry waits for it rather than start a second process for the same instance.

@@ -8,6 +8,7 @@ import {
   authMatrix,
   type Credential,
   describeWithPeers,
+  expectedAuthMatrix,
   startCredentialLoop,
 } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
@@ -34,6 +35,10 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
     config = await testConfig({
       addressRange: '127.0.11.0/24',
       timeouts: { startMs: 30_000, stopMs: 3_000, probeMs: 5_000, credentialsTtlMs: 1_000 },
+      // The rotation polls for a user the proxy does not know yet, from the one source the
+      // keep-alive clients use too: each poll before the re-read is a failed check, and the
+      // default bound (10 a burst) would answer it 429 before the new file is read.
+      limits: { maxAuthFailures: 1_000 },
     });
     provider = await createProvider(providerModule, 'local-auth', config, {});
     origin = await startOrigin();
@@ -53,11 +58,13 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
     port,
     cloudInit: new Uint8Array(),
     allowedSources: ['127.0.0.1/32'],
+    // The origin is on this host: the destination policy refuses it unless allowed.
+    egress: { allow: [`127.0.0.1:${origin.port}`] },
     placement: {},
     ...(withAuth ? { auth: { realm: REALM, passwordFile: file(old) } } : {}),
   });
 
-  it('asks for the credential (407), lets the right one in, refuses other sources first (403)', async () => {
+  it('asks for the credential (407), lets the right one in, closes other sources unanswered', async () => {
     const id = await provider.create(request('proxy-auth'));
     const inst = await provider.get(id);
     expect(inst.state).toBe('Running');
@@ -70,16 +77,8 @@ describeWithPeers(vitest, 'the local provider with credentials', ['curl'], () =>
       inside: '127.0.0.1',
       outside: '127.0.0.77',
     });
-    expect(matrix).toMatchObject({
-      'GET, no credentials': CHALLENGE,
-      'CONNECT, no credentials': CHALLENGE,
-      'GET, a wrong password': CHALLENGE,
-      'GET, the right credential, --proxy-user': '200',
-      'GET, the right credential, in the proxy URL': '200',
-      'CONNECT, the right credential, --proxy-user': '200',
-      'GET, the right credential, from outside the sources': '403',
-      'CONNECT, no credentials, from outside the sources': '403',
-    });
+    // A source outside allowedSources is closed as it connects: curl reports no status (0).
+    expect(matrix).toEqual(expectedAuthMatrix(REALM, '0'));
     // The state file names the password file; neither it nor the logs hold a password.
     for (const f of ['proxy-auth.json', 'proxy-auth.log', 'proxy-auth.access.log']) {
       const text = await readFile(join(config.stateDir, f), 'utf8').catch(() => '');

@@ -1,4 +1,6 @@
-// Peer: none (pure functions): the config schema, address ranges and state mapping.
+// Peer: none (pure functions): the config schema (and the README's table of it), address ranges
+// and state mapping.
+import { readFile } from 'node:fs/promises';
 import { ConfigError, createProvider, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { preferredIndex } from '../src/address.js';
@@ -47,6 +49,31 @@ describe('config schema', () => {
     }
   });
 
+  it('takes a destination policy, and refuses a bad one naming each entry and the fix', async () => {
+    const policy = { allow: ['127.0.0.1:8080', '10.20.0.0/16'], deny: ['10.20.99.0/24'] };
+    expect((await validateConfig(configSchema, { egress: policy })).egress).toEqual(policy);
+    expect(CONFIG_DEFAULTS).not.toHaveProperty('egress');
+    const err = await validateConfig(
+      configSchema,
+      { egress: { allow: ['10.0.0.0/8', '10.0.0.0/33'], connectPorts: [0], open: true } },
+      'providers[0].local',
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      'providers[0].local.egress.open: unknown field; use allow, deny, connectPorts or httpPorts',
+      expect.stringMatching(
+        /^providers\[0\]\.local\.egress\.allow\[1\]: "10\.0\.0\.0\/33" is not a CIDR, address or host name; write /,
+      ),
+      expect.stringMatching(/^providers\[0\]\.local\.egress\.connectPorts\[0\]: 0 is not a port/),
+    ]);
+    const notObject = await validateConfig(configSchema, { egress: ['10.0.0.0/8'] }).catch(
+      (e: unknown) => e,
+    );
+    expect((notObject as ConfigError).problems).toEqual([
+      'egress: must be an object with allow, deny, connectPorts or httpPorts',
+    ]);
+  });
+
   it("keeps its state in the user's XDG state folder by default, not the shared temp folder", () => {
     expect(defaultStateDir({ XDG_STATE_HOME: '/srv/state' }, '/home/ada')).toBe(
       '/srv/state/proxy-op/local',
@@ -68,6 +95,39 @@ describe('config schema', () => {
     );
     expect(provider.type).toBe('local');
     expect(provider.name).toBe('local-1');
+  });
+});
+
+describe('the README', () => {
+  it('lists every field of the config with the default CONFIG_DEFAULTS has', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const start = readme.indexOf('| field | default | meaning |');
+    const rows = readme
+      .slice(start)
+      .split('\n')
+      .filter((_, i, all) => all.slice(0, i + 1).every((l) => l.startsWith('|')))
+      .slice(2)
+      .map((l) =>
+        l
+          .slice(1, -1)
+          .split(' | ')
+          .map((c) => c.trim()),
+      );
+    const defaults = new Map(rows.map((r) => [r[0], r[1]]));
+    const nested = (group: 'timeouts' | 'limits'): [string, string][] =>
+      Object.entries(CONFIG_DEFAULTS[group]).map(([k, v]) => [`\`${group}.${k}\``, `\`${v}\``]);
+    const expected = new Map<string, string>([
+      ['`stateDir`', '`$XDG_STATE_HOME/proxy-op/local`, else `~/.local/state/proxy-op/local`'],
+      ['`addressRange`', `\`${CONFIG_DEFAULTS.addressRange}\``],
+      ['`allowedSources`', `\`${JSON.stringify(CONFIG_DEFAULTS.allowedSources)}\``],
+      ['`egress`', "none: the forward proxy's safe default"],
+      ['`zone`', `\`${CONFIG_DEFAULTS.zone}\``],
+      ['`nodePath`', 'the Node.js running the provider'],
+      ...nested('timeouts'),
+      ...nested('limits'),
+    ]);
+    expect([...defaults.keys()].sort()).toEqual([...expected.keys()].sort());
+    for (const [field, value] of expected) expect(defaults.get(field), field).toBe(value);
   });
 });
 

@@ -456,6 +456,12 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         target: 'state-dir',
       },
     ],
+    // The origin the credential checks ask through the proxy: on this host, so the kit allows
+    // it in the Creates' egress.
+    credentialOrigin: async () => {
+      origin ??= startHttpEchoOrigin();
+      return `127.0.0.1:${(await origin).port}`;
+    },
     // A real request through the instance's proxy, from 127.0.0.1 (inside its sources), with the
     // credential as the Proxy-Authorization header: 200 is in, 407 is out.
     acceptsCredential: async (id, c) => {

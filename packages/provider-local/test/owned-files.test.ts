@@ -91,6 +91,8 @@ const request = (name: string, auth?: Credential) => ({
   port,
   cloudInit: new Uint8Array(),
   allowedSources: ['127.0.0.1/32'],
+  // The origin is on this host: the destination policy refuses it unless allowed.
+  egress: { allow: [`127.0.0.1:${origin.port}`] },
   placement: {},
   ...(auth === undefined ? {} : { auth: { realm: REALM, passwordFile: passwordFile(auth) } }),
 });

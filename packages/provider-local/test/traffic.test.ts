@@ -44,13 +44,17 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
     if (config !== undefined) await removeStateDir(config.stateDir);
   });
 
-  const request = (name: string) => ({
+  /** A request whose proxy may reach the test's origins (on this host, so refused unless allowed). */
+  const request = (name: string, ...alsoAllow: string[]) => ({
     name,
     namespace: 'default',
     uid: `uid-${name}`,
     port,
     cloudInit: new TextEncoder().encode('#cloud-config\n'),
     allowedSources: ['127.0.0.1/32', '127.0.0.150/32'],
+    egress: {
+      allow: [`127.0.0.1:${origin.port}`, `127.0.0.1:${tlsOrigin.port}`, ...alsoAllow],
+    },
     placement: {},
   });
 
@@ -97,25 +101,28 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
     expect(secure).toMatch(/^HTTP\/1\.1 200/);
     expect(secure).toContain('secure GET /secret');
 
-    // A source outside allowedSources: 403 for HTTP and for CONNECT.
-    const refused = await viaProxy(proxy, `http://127.0.0.1:${origin.port}/`, {
-      localAddress: '127.0.0.200',
+    // A source outside allowedSources is closed as it connects, unanswered, HTTP and CONNECT.
+    await expect(
+      viaProxy(proxy, `http://127.0.0.1:${origin.port}/`, { localAddress: '127.0.0.200' }),
+    ).rejects.toMatchObject({ code: 'ECONNRESET' });
+    await expect(
+      tunnel(proxy, `127.0.0.1:${tlsOrigin.port}`, { localAddress: '127.0.0.200' }),
+    ).rejects.toMatchObject({ code: 'ECONNRESET' });
+    // A destination the policy refuses: 403 naming the rule (a metadata address, never dialled).
+    const metadata = await viaProxy(proxy, 'http://169.254.169.254/latest/meta-data/');
+    expect(metadata).toEqual({
+      status: 403,
+      body: 'proxy-op: destination refused (link-local)\n',
     });
-    expect(refused.status).toBe(403);
-    const refusedTunnel = await tunnel(proxy, `127.0.0.1:${tlsOrigin.port}`, {
-      localAddress: '127.0.0.200',
-    });
-    expect(refusedTunnel.status).toBe(403);
-    refusedTunnel.socket.destroy();
 
-    // The access log has one JSON line per request, the refusals included (a tunnel's line
-    // is written when it closes, so the file is read until it has them all).
+    // The access log has one JSON line per request, the refused destination included, none
+    // for the refused source (a tunnel's line is written when it closes, so the file is read
+    // until it has them all).
     const want = [
       '127.0.0.1 POST 200',
       '127.0.0.150 GET 200',
       '127.0.0.1 CONNECT 200',
-      '127.0.0.200 GET 403',
-      '127.0.0.200 CONNECT 403',
+      '127.0.0.1 GET 403',
     ];
     let logged: string[] = [];
     const deadline = Date.now() + 30_000; // a safety net; the lines come within 100 ms
@@ -128,6 +135,7 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
         .map((l) => `${l.client} ${l.method} ${l.status}`);
     }
     expect(logged).toEqual(expect.arrayContaining(want));
+    expect(logged.filter((l) => l.startsWith('127.0.0.200 '))).toEqual([]);
 
     // Delete: the process has exited and its marks and files are gone.
     const state = JSON.parse(await readFile(`${config.stateDir}/proxy-traffic.json`, 'utf8')) as {
@@ -221,7 +229,7 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
   it('connections to a loopback origin leave from the proxy’s own address (HTTP and CONNECT)', async () => {
     const seen = createHttpServer((req, res) => res.end(req.socket.remoteAddress));
     const seenPort = await listen(seen);
-    const id = await provider.create(request('proxy-egress'));
+    const id = await provider.create(request('proxy-egress', `127.0.0.1:${seenPort}`));
     try {
       const ip = (await provider.get(id)).ip as string;
       const proxy = { address: ip, port };
@@ -240,7 +248,13 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
   it('a proxy outlives the process that created it, and another provider sees and deletes it', async () => {
     // A separate Node process creates the instance with the built package, then exits.
     const config2 = { stateDir: config.stateDir, addressRange: config.addressRange };
-    const req = { name: 'proxy-detached', namespace: 'default', uid: 'uid-detached', port };
+    const req = {
+      name: 'proxy-detached',
+      namespace: 'default',
+      uid: 'uid-detached',
+      port,
+      egress: { allow: [`127.0.0.1:${origin.port}`] },
+    };
     const script = [
       "import { createProvider } from '@proxy-op/contract';",
       "import { providerModule } from '@proxy-op/provider-local';",
