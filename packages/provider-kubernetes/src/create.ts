@@ -91,6 +91,7 @@ export function resolvePlan(
     ...(req.auth === undefined
       ? {}
       : { auth: { realm: req.auth.realm, credentialsTtlSeconds: c.credentialsTtlSeconds } }),
+    ...(req.egress === undefined ? {} : { egress: req.egress }),
   };
 }
 
@@ -132,6 +133,7 @@ export async function createInstance(
       allowedSources: plan.allowedSources,
       cloudInitBytes: req.cloudInit.byteLength,
       auth: req.auth !== undefined,
+      egress: req.egress !== undefined,
     },
     'kubernetes create resolved',
   );

@@ -9,6 +9,7 @@
  */
 import { posix } from 'node:path';
 import type { V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { CreateRequest } from '@proxy-op/contract';
 import { CONTAINER_PASSWORD_FILE, renderSquidConfig } from '@proxy-op/squid-config';
 import type { ImageEntry, MachineTypeEntry } from './config.js';
 import { APP_LABELS, markLabels } from './labels.js';
@@ -69,6 +70,12 @@ export interface PodPlan {
   readonly owner?: PodOwner | undefined;
   /** Basic authentication; sources only when unset. */
   readonly auth?: PodAuth | undefined;
+  /**
+   * The request's destination policy; Squid's rendering of the safe
+   * defaults when unset. Its `connectPorts`, when given, take the place of
+   * the provider's `connectPorts`.
+   */
+  readonly egress?: CreateRequest['egress'];
 }
 
 /** The Secret volume and its mount, for a Pod with credentials. */
@@ -101,7 +108,8 @@ export function buildPod(plan: PodPlan): V1Pod {
   const squidConf = renderSquidConfig({
     port: plan.port,
     allowedSources: plan.allowedSources,
-    connectPorts: plan.connectPorts,
+    ...(plan.egress?.connectPorts === undefined ? { connectPorts: plan.connectPorts } : {}),
+    ...(plan.egress === undefined ? {} : { egress: plan.egress }),
     ...(plan.auth === undefined
       ? {}
       : {

@@ -77,7 +77,9 @@ describeWithPeers(
 
     /** Creates a proxy with `auth` and runs its Squid on `ip`; the proxy's address. */
     async function proxyAt(name: string, ip: string, auth: ProxyAuth) {
-      const id = await f.provider.create(proxyRequest(name, { auth }));
+      // The origin is on loopback, which a Pod's Squid refuses as a destination unless allowed.
+      const egress = { allow: [`127.0.0.1:${origin.port}`] };
+      const id = await f.provider.create(proxyRequest(name, { auth, egress }));
       const { namespace, name: pod } = pathOf(id);
       const squid = await f.kubelet.runSquid(namespace, pod, ip);
       return { id, squid, proxy: { address: ip, port: 3128 } };

@@ -25,8 +25,12 @@ describeWithPeers(vitest, 'a probe through the Pod’s real Squid', ['squid'], (
     await whoami?.close();
   }, 60_000);
 
+  // The target is on loopback, which a Pod's Squid refuses as a destination unless allowed.
   const request = (name: string, allowedSources: string[]) =>
-    proxyRequest(name, { allowedSources });
+    proxyRequest(name, {
+      allowedSources,
+      egress: { allow: [whoami.http.host, ...(whoami.https ? [whoami.https.host] : [])] },
+    });
 
   it('Running with the Pod’s IP, then the GET and the CONNECT (TLS inside) pass through its Squid', async () => {
     const id = await f.provider.create(request('proxy-probe-ok', ['127.0.0.0/8']));

@@ -115,6 +115,35 @@ describe('Create', () => {
     });
   });
 
+  it("renders the request's destination policy into the Pod's Squid configuration", async () => {
+    const f = await fixture();
+    const egress = {
+      allow: ['10.20.0.7:5432', 'metrics.internal.example'],
+      connectPorts: [443, 8443],
+    };
+    const req = request({ allowedSources: ['10.0.0.0/8'], egress });
+    await f.provider.create(req);
+    const conf: string = storedPod(f, 'default', req.name).metadata.annotations[
+      SQUID_CONF_ANNOTATION
+    ];
+    // The request's CONNECT ports take the place of the provider's connectPorts ([443]).
+    expect(conf).toBe(renderSquidConfig({ port: 3128, allowedSources: ['10.0.0.0/8'], egress }));
+    expect(conf).toContain('\nacl proxy_op_allow_1 dst 10.20.0.7/32 ');
+    expect(conf).toContain('\nacl proxy_op_allow_1_port port 5432\n');
+    expect(conf).toContain('\nacl proxy_op_allow_names dstdomain -n metrics.internal.example\n');
+    expect(conf).toContain('\nacl proxy_op_connect_ports port 443 8443\n');
+    // Without one, the provider's connectPorts and the safe defaults.
+    const plain = request({ allowedSources: ['10.0.0.0/8'] });
+    await f.provider.create(plain);
+    const defaults: string = storedPod(f, 'default', plain.name).metadata.annotations[
+      SQUID_CONF_ANNOTATION
+    ];
+    expect(defaults).toBe(
+      renderSquidConfig({ port: 3128, allowedSources: ['10.0.0.0/8'], connectPorts: [443] }),
+    );
+    expect(defaults).not.toContain('proxy_op_allow_');
+  });
+
   it('refuses, before any request, a request without sources when none are configured', async () => {
     const f = await fixture({ config: { allowedSources: [] } });
     const before = f.front.count;

@@ -51,6 +51,15 @@ const generated: Record<string, string> = {
     ...plan,
     allowedSources: ['10.1.0.0/16', '10.0.0.0/8', '10.2.0.0/16', 'fd00:1::/32', 'fd00::/8'],
   }).metadata!.annotations![SQUID_CONF_ANNOTATION]!,
+  'a Pod with a destination policy': buildPod({
+    ...plan,
+    egress: {
+      allow: ['10.20.0.7:5432', '192.168.0.0/16', '*.internal.example:8000-8100', '[fd00::1]:443'],
+      deny: ['10.20.99.0/24', 'ads.example'],
+      connectPorts: [443, '8443-8444'],
+      httpPorts: [80, 8080],
+    },
+  }).metadata!.annotations![SQUID_CONF_ANNOTATION]!,
   'a Pod with credentials': buildPod({
     ...plan,
     auth: { realm: 'proxy-op default/web', credentialsTtlSeconds: 60 },
