@@ -169,21 +169,6 @@ describeWithPeers(
     beforeAll(async () => {
       commands = await readmeCommands();
       root = await mkdtemp(join(tmpdir(), 'proxy-op-e2e-'));
-      // The example, copied into a fresh "repository root" (its manifests and providers file only).
-      const copy = join(root, 'examples', 'standalone');
-      await mkdir(join(copy, 'proxies'), { recursive: true });
-      await copyFile(join(EXAMPLE, 'providers.yaml'), join(copy, 'providers.yaml'));
-      for (const f of await readdir(join(EXAMPLE, 'proxies'))) {
-        if (f.endsWith('.yaml'))
-          await copyFile(join(EXAMPLE, 'proxies', f), join(copy, 'proxies', f));
-      }
-      // `api` serves 127.0.0.1 alone, whatever the example says.
-      const api = parseDocument(await readFile(join(copy, 'proxies', 'api.yaml'), 'utf8'));
-      api.setIn(['spec', 'allowedSources'], ['127.0.0.1/32']);
-      await writeFile(join(copy, 'proxies', 'api.yaml'), api.toString());
-      stateFile = join(copy, 'proxies.state.json');
-      stateDir = join(copy, 'proxies.state.local');
-
       const tls = await selfSignedCert();
       ca = tls.cert;
       const origin = createHttpServer((req, res) => {
@@ -195,6 +180,25 @@ describeWithPeers(
       servers.push(origin, secure);
       originPort = await listen(origin);
       tlsPort = await listen(secure);
+      // The example, copied into a fresh "repository root" (its manifests and providers file only).
+      const copy = join(root, 'examples', 'standalone');
+      await mkdir(join(copy, 'proxies'), { recursive: true });
+      await copyFile(join(EXAMPLE, 'providers.yaml'), join(copy, 'providers.yaml'));
+      for (const f of await readdir(join(EXAMPLE, 'proxies'))) {
+        if (f.endsWith('.yaml'))
+          await copyFile(join(EXAMPLE, 'proxies', f), join(copy, 'proxies', f));
+      }
+      // `api` serves 127.0.0.1 alone, whatever the example says; both reach this test's origins,
+      // on loopback, which their destination policies refuse unless allowed.
+      const allow = [`127.0.0.1:${originPort}`, `127.0.0.1:${tlsPort}`];
+      for (const name of ['api', 'web']) {
+        const doc = parseDocument(await readFile(join(copy, 'proxies', `${name}.yaml`), 'utf8'));
+        if (name === 'api') doc.setIn(['spec', 'allowedSources'], ['127.0.0.1/32']);
+        doc.setIn(['spec', 'egress'], { allow });
+        await writeFile(join(copy, 'proxies', `${name}.yaml`), doc.toString());
+      }
+      stateFile = join(copy, 'proxies.state.json');
+      stateDir = join(copy, 'proxies.state.local');
     }, 60_000);
 
     afterAll(async () => {
@@ -342,14 +346,16 @@ describeWithPeers(
       const api = endpoints.get('api') as Endpoint;
       // Even with the right credential: both the source and the credential must hold.
       const auth = authOf.get('api');
-      const refused = await viaProxy(api, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE, auth);
-      expect(refused.status).toBe(403);
-      const t = await openTunnel(api, `127.0.0.1:${tlsPort}`, {
-        localAddress: REFUSED_SOURCE,
-        proxyAuthorization: auth,
-      });
-      expect(t.status).toBe(403);
-      t.socket.destroy();
+      // A source the proxy does not allow is closed at once, before any byte is read.
+      await expect(
+        viaProxy(api, `http://127.0.0.1:${originPort}/`, REFUSED_SOURCE, auth),
+      ).rejects.toMatchObject({ code: 'ECONNRESET' });
+      await expect(
+        openTunnel(api, `127.0.0.1:${tlsPort}`, {
+          localAddress: REFUSED_SOURCE,
+          proxyAuthorization: auth,
+        }),
+      ).rejects.toMatchObject({ code: 'ECONNRESET' });
       // The same source is fine for `web`, whose allowedSources is 127.0.0.0/8.
       const web = endpoints.get('web') as Endpoint;
       const ok = await viaProxy(

@@ -21,6 +21,7 @@ beforeAll(async () => {
     address: '127.0.74.11',
     port: 0,
     allowedSources: ['127.0.0.0/8'],
+    egress: { allow: [`127.0.0.1:${echo.port}`] },
   });
 });
 afterAll(async () => {
@@ -45,6 +46,9 @@ describe('proxy-op gateway --upstreams FILE', () => {
       `127.0.74.1:${port}`,
       '--allowed-sources',
       '127.0.0.1/32',
+      // The origin is on loopback, which the gateway (as its upstream) refuses unless allowed.
+      '--egress',
+      JSON.stringify({ allow: [`127.0.0.1:${echo.port}`] }),
     ]);
     try {
       await gw.waitForLog((l) => (l.msg === 'gateway listening' ? l : undefined), 30_000);

@@ -4,6 +4,7 @@
 // The pool is the README's spec.gateway example, on this test's address and port.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,8 @@ const manifest = (enabled: boolean, maxAge = '1h') => {
   doc.setIn(['spec', 'gateway', 'enabled'], enabled);
   doc.setIn(['spec', 'gateway', 'address'], ADDRESS);
   doc.setIn(['spec', 'gateway', 'port'], port);
+  // The origin is on loopback, which the pool's proxies and its gateway refuse unless allowed.
+  doc.setIn(['spec', 'template', 'spec', 'egress'], { allow: [`127.0.0.1:${echo.port}`] });
   return doc.toString();
 };
 
@@ -82,6 +85,30 @@ const ready = () =>
     60_000,
     'the gateway ready in front of 2 endpoints',
   );
+
+/** `GET /metrics` of the gateway, with `authorization` as its Proxy-Authorization. */
+function metricsOf(authorization?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: ADDRESS,
+        port,
+        path: '/metrics',
+        headers: authorization === undefined ? {} : { 'proxy-authorization': authorization },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          body += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** The client URL the operator keeps for the gateway. */
 async function clientUrl(file: string): Promise<URL> {
@@ -180,8 +207,11 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
       expect(via.status).toBe(200);
       seen.add(via.upstream ?? '');
     }
-    const metrics = await fetch(`http://${ADDRESS}:${port}/metrics`).then((r) => r.text());
-    expect([...seen].sort(), metrics).toEqual(names);
+    // The gateway's metrics need its credential (407 without it).
+    expect((await metricsOf()).status).toBe(407);
+    const metrics = await metricsOf(basic(url));
+    expect(metrics.status).toBe(200);
+    expect([...seen].sort(), metrics.body).toEqual(names);
     const without = await requestViaGateway(
       { address: ADDRESS, port },
       `http://127.0.0.1:${echo.port}/`,

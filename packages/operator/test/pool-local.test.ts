@@ -36,7 +36,14 @@ async function setup(spec: Record<string, unknown>) {
   });
   origin = await startHttpEchoOrigin();
   const v = validatePoolSpec({
-    template: { spec: { provider: 'here', allowedSources: ['127.0.0.0/8'] } },
+    template: {
+      spec: {
+        provider: 'here',
+        allowedSources: ['127.0.0.0/8'],
+        // The origin is on loopback, which the proxies refuse unless allowed.
+        egress: { allow: [`127.0.0.1:${origin.port}`] },
+      },
+    },
     ...spec,
   });
   if (!v.ok) throw new Error(JSON.stringify(v.problems));

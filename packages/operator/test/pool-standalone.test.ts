@@ -30,13 +30,18 @@ let gatewayAt = { address: '', port: 0 };
 const GATEWAY_AUTH = `Basic ${Buffer.from('client:SENTINEL-gateway-client-5d2').toString('base64')}`;
 let echo: Awaited<ReturnType<typeof startHttpEchoOrigin>>;
 
-/** The YAML block under the README's "### ProxyPool" heading. */
+/**
+ * The YAML block under the README's "### ProxyPool" heading, its Proxies allowed to reach this
+ * test's origin (on loopback, which they refuse unless allowed).
+ */
 async function readmePool(): Promise<string> {
   const text = await readFile(README, 'utf8');
   const section = text.slice(text.indexOf('### ProxyPool'));
   const m = /```yaml\n([\s\S]*?)```/.exec(section);
   if (m === null) throw new Error("no YAML block in the README's ProxyPool section");
-  return m[1] as string;
+  const doc = parseDocument(m[1] as string);
+  doc.setIn(['spec', 'template', 'spec', 'egress'], { allow: [`127.0.0.1:${echo.port}`] });
+  return doc.toString();
 }
 
 const endpointsPath = () => join(root, 'proxies.state.endpoints.d', 'default.egress');
@@ -155,6 +160,8 @@ describe('ProxyPool in standalone mode, from the README', () => {
       '127.0.0.1/32',
       '--password-file',
       passwd,
+      '--egress',
+      JSON.stringify({ allow: [`127.0.0.1:${echo.port}`] }),
     ]);
     {
       const listening = await gw.waitForLog((l) => (l.msg === 'gateway listening' ? l : undefined));

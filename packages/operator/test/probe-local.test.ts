@@ -101,7 +101,7 @@ describe('probing the local provider’s real proxies', () => {
     expect(proxyPids(r.stateDir)).toEqual([pid]);
   }, 60_000);
 
-  it('allowedSources that shut the operator out: ProbeFailed naming the 403 once the startup timeout ran out', async () => {
+  it('allowedSources that shut the operator out: ProbeFailed naming the refusal once the startup timeout ran out', async () => {
     const r = await start({ settings: { startupTimeoutMs: 800 } });
     r.apply('web', { allowedSources: ['127.0.0.9/32'] });
     await r.until(
@@ -109,10 +109,10 @@ describe('probing the local provider’s real proxies', () => {
     );
     await r.until(() => status(r)?.phase === 'Unhealthy');
     expect(cond(r, 'Ready')?.message).toBe(
-      'the probe through the proxy fails at get.status: the proxy answered 403 Forbidden',
+      'the probe through the proxy fails at get.status: the proxy closed the connection without answering (a proxy closes at once a client whose source it does not allow)',
     );
     expect(events(r, 'ProbeFailed')[0]?.message).toMatch(
-      /^no probe passed within the startup timeout \(800 ms\); the last failed at get\.status: the proxy answered 403 Forbidden$/,
+      /^no probe passed within the startup timeout \(800 ms\); the last failed at get\.status: the proxy closed the connection without answering/,
     );
     expect(status(r)?.probe?.lastFailure).toMatchObject({ check: 'get', step: 'status' });
     expect(status(r)?.egressIP).toBeUndefined();

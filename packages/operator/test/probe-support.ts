@@ -72,6 +72,8 @@ export async function probeRig(
     registry?: ProviderRegistry;
     /** The ProxyPools the operator reconciles beside the Proxies. */
     pools?: (store: MemoryStore) => PoolStore;
+    /** Destinations every Proxy `apply` makes allows (the test's own loopback origins). */
+    allow?: () => readonly string[];
   } = {},
 ): Promise<ProbeRig> {
   const dir = await mkdtemp(join(tmpdir(), 'proxy-op-probe-rig-'));
@@ -137,7 +139,18 @@ export async function probeRig(
     stateDir,
     credentials,
     apply: (name, spec = {}) => {
-      const v = validateProxySpec({ provider: 'here', allowedSources: ['127.0.0.0/8'], ...spec });
+      // The test's own origins are on loopback, which the proxies refuse unless allowed.
+      const allow = [
+        ...(opts.allow?.() ?? []),
+        ...((spec.egress as { allow?: string[] })?.allow ?? []),
+      ];
+      const egress = allow.length === 0 ? spec.egress : { ...(spec.egress as object), allow };
+      const v = validateProxySpec({
+        provider: 'here',
+        allowedSources: ['127.0.0.0/8'],
+        ...spec,
+        ...(egress === undefined ? {} : { egress }),
+      });
       if (!v.ok) throw new Error(JSON.stringify(v.problems));
       store.apply('default', name, v.value as ProxySpec);
     },
@@ -178,7 +191,11 @@ export function rigSuite(defaults: Parameters<typeof probeRig>[0]) {
   }, 60_000);
   return {
     start: async (opts?: Parameters<typeof probeRig>[0]): Promise<ProbeRig> => {
-      rig = await probeRig({ ...defaults, ...opts });
+      rig = await probeRig({
+        allow: () => (echo === undefined ? [] : [`127.0.0.1:${echo.port}`]),
+        ...defaults,
+        ...opts,
+      });
       return rig;
     },
     origin: () => url,

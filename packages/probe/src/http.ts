@@ -109,7 +109,11 @@ export class AnswerReader {
         if (this.#taken + this.#buf.length > this.#maxBytes) {
           throw new StepFailure(`${this.#who} sent a head of more than ${this.#maxBytes} bytes`);
         }
-        await this.#more("before the answer's head ended");
+        await this.#more(
+          this.#taken + this.#buf.length === 0
+            ? 'without answering (a proxy closes at once a client whose source it does not allow)'
+            : "before the answer's head ended",
+        );
         end = this.#buf.indexOf(CRLF2);
       }
       const text = this.#take(end + 4).toString('latin1');

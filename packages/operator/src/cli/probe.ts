@@ -12,9 +12,10 @@ import { type ProbeResult, type ProbeTargetSpec, probe } from '@proxy-op/probe';
 import { DEFAULTS } from '../defaults.js';
 import { table } from '../page/live-table.js';
 import { settingsTarget } from '../probe/settings.js';
-import { startProbeTarget } from '../probe/target.js';
+import { type OwnProbeTarget, startProbeTarget } from '../probe/target.js';
 import { readProviders } from '../providers/read.js';
 import { ProviderRegistry } from '../providers/registry.js';
+import { keptTarget } from '../standalone/probe-target.js';
 import { readStateFile } from '../standalone/state-file.js';
 import { proxyKey, splitKey } from '../store/proxies.js';
 import { formatDuration, parseDuration, UsageError } from './args.js';
@@ -136,10 +137,33 @@ export async function probeCommand(argv: string[]): Promise<number> {
       : undefined;
     if (entry?.probe !== undefined) target = settingsTarget(entry.probe);
   }
-  const own =
-    target === undefined
-      ? await startProbeTarget({ listen: DEFAULTS.probeListen, tlsListen: DEFAULTS.probeTlsListen })
-      : undefined;
+  const where = targetOf(values);
+  let own: OwnProbeTarget | undefined;
+  if (target === undefined) {
+    // Where the operator's own target served: the Proxies' policies let them reach it there.
+    const kept = where.kind === 'standalone' ? await keptTarget(where.stateFile).read() : undefined;
+    if (kept === undefined) {
+      own = await startProbeTarget({
+        listen: DEFAULTS.probeListen,
+        tlsListen: DEFAULTS.probeTlsListen,
+      });
+    } else {
+      const at = (url: string) => `${new URL(url).hostname}:${new URL(url).port}`;
+      try {
+        own = await startProbeTarget({
+          listen: at(kept.http),
+          tlsListen: kept.https === undefined ? 'off' : at(kept.https),
+        });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+        // Its ports are taken: the operator serves it now (with a certificate of its own).
+        const get = new URL(kept.http);
+        const connect = kept.https === undefined ? get : new URL(kept.https);
+        target = { get, connect, tls: { verify: false } };
+      }
+    }
+  }
   try {
     const to = target ?? own?.target;
     if (to === undefined) return 1;

@@ -17,7 +17,7 @@ import { startStatusView } from '../page/live-table.js';
 import type { StatusPage } from '../page/server.js';
 import type { PageRole } from '../page/wire.js';
 import type { PoolGateways } from '../pool/gateway.js';
-import { type ProbeTargetOptions, startOwnTarget } from '../probe/target.js';
+import { type ProbeTargetOptions, startOwnTarget, type TargetPorts } from '../probe/target.js';
 import { createLogger } from '../process/log.js';
 import { startTracing } from '../process/otel.js';
 import type { ProvidersConfig } from '../providers/file.js';
@@ -73,6 +73,8 @@ export interface RunBackend {
   open(signal: AbortSignal): Promise<RunStores | undefined>;
   /** Called once the operator runs. */
   started?(stores: RunStores): void;
+  /** Where the own probe target's ports are kept between runs (standalone); none: new ones each run. */
+  readonly targetPorts?: TargetPorts | undefined;
   /** Whether `/readyz` answers ready. */
   ready(): boolean;
   /** Whether a stop by signal gives the reconciles in flight `shutdownGraceMs` to finish. */
@@ -130,7 +132,7 @@ export async function runOperator(
     http = await telemetry.startHttpServer(o.listen, metrics, () => backend.ready());
     logger.info({ url: http.url }, 'serving /metrics, /healthz and /readyz');
   }
-  const own = await startOwnTarget(probeTargetOf(o), logger);
+  const own = await startOwnTarget(probeTargetOf(o), logger, backend.targetPorts);
   let page: StatusPage | undefined;
   page = await startPage(o, () => backend.role(page), logger);
   const finish = async (code: number) => {

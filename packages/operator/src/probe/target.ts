@@ -85,13 +85,77 @@ export async function startProbeTarget(o: ProbeTargetOptions): Promise<OwnProbeT
   };
 }
 
+/**
+ * The ports a target listened on before, kept between runs (standalone: a
+ * file beside the state file), so a target asked to pick its ports (`:0`)
+ * comes back where the proxies' destination policies let them reach it.
+ */
+export interface TargetPorts {
+  /** Where the target served before (its listeners' URLs), if it is known. */
+  read(): Promise<ServedAt | undefined>;
+  /** Keeps where the target serves now. */
+  write(at: ServedAt): Promise<void>;
+}
+
+/** The URLs a target's listeners serve at. */
+export interface ServedAt {
+  readonly http: string;
+  readonly https?: string | undefined;
+}
+
+/** The port of a URL of {@link ServedAt}, if it has one. */
+function portOf(url: string | undefined): number | undefined {
+  if (url === undefined || !URL.canParse(url)) return undefined;
+  const port = Number(new URL(url).port);
+  return Number.isInteger(port) && port > 0 ? port : undefined;
+}
+
+/** `host:port` with `port` in place of a 0 port; the address as it is otherwise. */
+function withPort(listen: string, port: number | undefined): string {
+  if (port === undefined || listen === 'off') return listen;
+  const { host, port: asked } = parseListenAddress(listen);
+  if (asked !== 0) return listen;
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** True for an error of a port that cannot be had (taken, or not ours). */
+function portTaken(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EADDRINUSE' || code === 'EACCES';
+}
+
+/**
+ * Starts the target, on the ports `kept` remembers where `o` lets it pick
+ * them, on new ones when those cannot be had; keeps the ports it got.
+ */
+export async function startKeptTarget(
+  o: ProbeTargetOptions,
+  kept: TargetPorts | undefined,
+): Promise<OwnProbeTarget> {
+  const before = await kept?.read().catch(() => undefined);
+  let own: OwnProbeTarget;
+  try {
+    own = await startProbeTarget({
+      ...o,
+      listen: withPort(o.listen, portOf(before?.http)),
+      tlsListen: withPort(o.tlsListen, portOf(before?.https)),
+    });
+  } catch (err) {
+    if (before === undefined || !portTaken(err)) throw err;
+    own = await startProbeTarget(o);
+  }
+  await kept?.write({ http: own.whoami.http.href, https: own.whoami.https?.href }).catch(() => {});
+  return own;
+}
+
 /** Starts the target of a run (none when `o` is undefined) and logs where it serves. */
 export async function startOwnTarget(
   o: ProbeTargetOptions | undefined,
   logger: Logger,
+  kept?: TargetPorts | undefined,
 ): Promise<OwnProbeTarget | undefined> {
   if (o === undefined) return undefined;
-  const own = await startProbeTarget(o);
+  const own = await startKeptTarget(o, kept);
   logger.info(
     {
       http: own.whoami.http.href,

@@ -14,6 +14,7 @@ import type { RunBackend, RunContext, RunStores } from '../manager/run.js';
 import { logDefaultProvider } from '../providers/read.js';
 import { FileCredentialStore } from './credentials.js';
 import { GatewayProcesses } from './gateways.js';
+import { keptTarget } from './probe-target.js';
 import { credentialsDir, standaloneProviders } from './providers.js';
 import { defaultStateFile, endpointsDir } from './state-file.js';
 import { StandaloneStore } from './store.js';
@@ -45,6 +46,7 @@ export async function standaloneBackend(
   let started = false;
   return {
     graceful: false,
+    targetPorts: keptTarget(stateFile),
     role: () => ({ store: 'standalone', state: 'leading', where: dir }),
     providers,
     async open(): Promise<RunStores> {
