@@ -112,7 +112,9 @@ export function openAccessLog(path: string): AccessLog {
     writeFrom(0);
   };
   const ready = new Promise<void>((resolve) => {
-    open(path, 'a', (err, f) => {
+    // Never through a link someone planted in its place; readable by its owner only.
+    const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW } = fs.constants;
+    open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0o600, (err, f) => {
       if (err === null) fd = f;
       else closed = true;
       resolve();

@@ -51,6 +51,31 @@ export function parsePasswordFile(text: string): PasswordEntries {
   return Object.assign(users, { skippedLines });
 }
 
+/**
+ * The file's text, if it is one this process may trust: a regular file (a
+ * link is followed, as a Kubernetes Secret volume has them) owned by this
+ * user or by root, that others cannot write. Judged on the file opened, so
+ * nothing can be swapped in between; throws a `EPERM` error naming why.
+ */
+export function readTrusted(path: string): string {
+  const fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  try {
+    const st = fs.fstatSync(fd);
+    const uid = process.getuid?.();
+    const why = !st.isFile()
+      ? 'not a regular file'
+      : uid !== undefined && st.uid !== uid && st.uid !== 0
+        ? 'owned by another user'
+        : (st.mode & 0o002) !== 0
+          ? 'writable by others'
+          : undefined;
+    if (why !== undefined) throw new Error(`${path} is ${why}`);
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** How often the file is looked at, at most, in ms. */
 export const RECHECK_MS = 1_000;
 
@@ -110,7 +135,7 @@ export class WatchedPasswordFile {
   }
 
   #read(): PasswordEntries {
-    const users = parsePasswordFile(fs.readFileSync(this.path, 'utf8'));
+    const users = parsePasswordFile(readTrusted(this.path));
     if (users.skippedLines.length > 0) {
       this.#warn(
         `password file ${this.path}: skipped malformed lines ${users.skippedLines.join(', ')}`,

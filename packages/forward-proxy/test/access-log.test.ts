@@ -1,5 +1,5 @@
 // Peer: the real file system, in a temp folder: the access log's gathered writes.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -92,5 +92,25 @@ describe('the access log', () => {
     log.write(entry(2));
     await new Promise((r) => setTimeout(r, 150));
     expect(await lines(file)).toEqual(['http://127.0.0.1/1']);
+  });
+});
+
+describe('the access log file', () => {
+  it('is made 0600, and a link planted in its place is never written through', async () => {
+    const file = join(dir, 'access.log');
+    const log = openAccessLog(file);
+    await log.ready;
+    log.write(entry(1));
+    await log.close();
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const victim = join(dir, 'victim');
+    await writeFile(victim, 'untouched\n');
+    const planted = join(dir, 'planted.log');
+    await symlink(victim, planted);
+    const refused = openAccessLog(planted);
+    await refused.ready;
+    refused.write(entry(2));
+    await refused.close();
+    expect(await readFile(victim, 'utf8')).toBe('untouched\n');
   });
 });

@@ -1,6 +1,8 @@
 // Peers: the real Squid (Debian `squid`) with its real basic_ncsa_auth helper, run with the
 // configuration @proxy-op/squid-config renders, and the proxy program, side by side over one
 // password file made by hashPassword; curl asks both the same questions. All on 127.0.0.0/8.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderSquidConfig } from '@proxy-op/squid-config';
 import {
@@ -41,6 +43,7 @@ describeWithPeers(
     let squid: RunningSquid;
     let proxy: RunningProxy;
     let squidPort: number;
+    let ownDir = '';
     const alice = { user: 'alice', password: 'SENTINEL-diff-61bd' };
     const awkward = AWKWARD_PASSWORDS.map((password, i) => ({ user: `awk${i}`, password }));
     const passwd = [alice, ...awkward]
@@ -64,11 +67,15 @@ describeWithPeers(
             auth: { realm: REALM, passwordFile: join(dir, 'passwd') },
           }),
       });
+      // The same lines in a file of the proxy's own: Squid's copy is its user's, which the proxy
+      // does not trust (another user could have put anything in it).
+      ownDir = await mkdtemp(join(tmpdir(), 'proxy-op-diff-passwd-'));
+      await writeFile(join(ownDir, 'passwd'), passwd, { mode: 0o600 });
       proxy = await startProgram({
         address: PROXY,
         port: await freePort(PROXY),
         allowedSources: [`${INSIDE}/32`],
-        auth: { realm: REALM, passwordFile: join(squid.dir, 'passwd') },
+        auth: { realm: REALM, passwordFile: join(ownDir, 'passwd') },
         // Squid has no bound on failed credentials per source: asked the same wrong ones, the
         // proxy must not run out of tries before Squid's answers are all compared.
         limits: { maxAuthFailures: 10_000 },
@@ -78,6 +85,7 @@ describeWithPeers(
       await stopProgram(proxy);
       await killAllSpawned();
       await squid?.stop();
+      if (ownDir !== '') await rm(ownDir, { recursive: true, force: true });
       origin?.server.close();
     });
 

@@ -1,6 +1,6 @@
 // Peer: none but the file system: the password file's format, its re-reading, and what the
 // proxy's authentication keeps of each verification (the clock is passed in).
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicAuthorization, replaceFile } from '@proxy-op/testkit';
@@ -9,7 +9,7 @@ import { ProxyAuth } from '../src/auth.js';
 import { now } from '../src/clock.js';
 import * as crypt from '../src/crypt.js';
 import { hashPassword, parsePasswordFile } from '../src/index.js';
-import { RECHECK_MS } from '../src/password-file.js';
+import { RECHECK_MS, readTrusted } from '../src/password-file.js';
 
 vi.mock('../src/crypt.js', async (actual) => {
   const real = await actual<typeof import('../src/crypt.js')>();
@@ -160,4 +160,51 @@ describe('ProxyAuth', () => {
       `auth.passwordFile: cannot read ${missing} (ENOENT)`,
     );
   });
+});
+
+describe('a password file the proxy may trust', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'proxy-op-passwd-trust-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is read through a link (a Secret volume has them), but not when others can write it', async () => {
+    const real = join(dir, 'real');
+    await writeFile(real, `alice:${hashPassword('secret')}\n`, { mode: 0o600 });
+    const link = join(dir, 'passwd');
+    await symlink(real, link);
+    expect(readTrusted(link)).toContain('alice:');
+    await chmod(real, 0o666);
+    expect(() => readTrusted(link)).toThrow(`${link} is writable by others`);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'refuses a file another user owns, at start and when it is swapped in later',
+    async () => {
+      const ours = join(dir, 'passwd');
+      await writeFile(ours, `alice:${hashPassword('secret')}\n`, { mode: 0o600 });
+      const theirs = join(dir, 'theirs');
+      await writeFile(theirs, `mallory:${hashPassword('x')}\n`, { mode: 0o644 });
+      await chown(theirs, 65534, 65534);
+      // Started on it: refused, naming the file and why.
+      const warnings: string[] = [];
+      expect(
+        () => new ProxyAuth({ realm: 'r', passwordFile: theirs }, (w) => warnings.push(w)),
+      ).toThrow('owned by another user');
+      // Renamed over ours while the proxy runs: no user at all until it is ours again.
+      const auth = new ProxyAuth({ realm: 'r', passwordFile: ours }, (w) => warnings.push(w));
+      const t0 = now();
+      expect(
+        await userOf(auth, basicAuthorization({ user: 'alice', password: 'secret' }), t0),
+      ).toBe('alice');
+      await rename(theirs, ours);
+      expect(
+        await userOf(auth, basicAuthorization({ user: 'mallory', password: 'x' }), t0 + RECHECK_MS),
+      ).toBeUndefined();
+      expect(warnings.join('\n')).toContain('owned by another user');
+    },
+  );
 });
