@@ -242,7 +242,7 @@ async function parent(): Promise<void> {
 
   const kubeconfig = await server.writeKubeconfig(join(root, 'kubeconfig'));
   const op = fork(fileURLToPath(import.meta.url), ['child', kubeconfig], {
-    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    execArgv: ['--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const waitFor = <E extends FromChild['ev']>(ev: E) =>
