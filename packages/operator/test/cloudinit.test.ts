@@ -137,7 +137,12 @@ describeWithPeers(
       const conf = doc.write_files.find((f) => f.path === '/etc/squid/conf.d/proxy-op.conf');
       expect(conf?.content).toBe(renderSquidConfig(s));
       expect(conf?.content).toContain('pid_filename /run/squid.pid\n');
-      expect(conf?.content).toContain('http_access deny proxy_op_link_local\n');
+      // The destination policy's defaults: the host's loopback, link-local (metadata) and
+      // private destinations refused, CONNECT to 443 only.
+      expect(conf?.content).toContain('http_access deny to_localhost\n');
+      expect(conf?.content).toContain('http_access deny proxy_op_refused_link_local\n');
+      expect(conf?.content).toContain('http_access deny proxy_op_refused_private\n');
+      expect(conf?.content).toContain('http_access deny CONNECT !proxy_op_connect_ports\n');
       const file = join(dir, 'squid.conf');
       await writeFile(file, conf?.content ?? '');
       const { stdout, stderr } = await run('squid', ['-k', 'parse', '-f', file]);

@@ -85,6 +85,8 @@ describeWithPeers(
         timeoutMs,
       });
 
+    /** The HTTP URL of the first operator's own probe target. */
+    let probeGet = '';
     /** Starts `proxy-op run` as the Deployment would, with the ServiceAccount's token. */
     const startOperator = (extra: string[] = [], env: Record<string, string> = {}): Spawned => {
       const op = spawnCli(
@@ -243,6 +245,12 @@ providers:
       const op = startOperator();
       // A minute for a first line: starting Node and the operator can take many seconds when
       // every other suite runs beside this one.
+      probeGet = String(
+        await op.waitForLog(
+          (l) => (l.msg === 'serving the probe target' ? l.get : undefined),
+          60_000,
+        ),
+      );
       await op.waitForLog((l) => (l.msg === 'became the leader' ? true : undefined), 60_000);
       await op.waitForLog((l) => (l.msg === 'reconciling' ? true : undefined), 60_000);
     }, 120_000);
@@ -267,6 +275,7 @@ metadata:
 spec:
   provider: here
   allowedSources: [127.0.0.0/8]
+  egress: { allow: ['127.0.0.1:${originPort}'] }
 `,
       );
       const applied = await kubectl(['apply', '-f', file]);
@@ -308,7 +317,13 @@ spec:
       expect(dataPlane.stdout).toBe('ProbePassed');
       // `proxy-op probe` reads the Proxy from the cluster and probes it now, step by step.
       // A minute for each command: on a loaded machine the CLI's start alone takes seconds.
-      const probed = await runCli(['probe', 'loc', '--kubeconfig', saKubeconfig], {}, 60_000);
+      // Against the operator's own target: the Proxy's policy lets it reach that one (on loopback
+      // here; in a cluster, the operator's Service).
+      const probed = await runCli(
+        ['probe', 'loc', '--kubeconfig', saKubeconfig, '--target', probeGet],
+        {},
+        60_000,
+      );
       expect(probed.code, probed.stderr).toBe(0);
       expect(probed.stdout).toContain(`passed in `);
       expect(probed.stdout).toContain(`the target saw ${ip}`);

@@ -264,6 +264,8 @@ export function fleetModule(fleet: Fleet): AnyProviderModule {
                 allowedSources: ['127.0.0.0/8'],
                 outgoingAddress: address,
                 auth,
+                // The policy the operator asks for: its probe target, on loopback, allowed.
+                ...(req.egress === undefined ? {} : { egress: req.egress }),
               }),
             );
           }

@@ -97,7 +97,8 @@ const manifest = (gateway: string) =>
     'spec:',
     '  replicas: 2',
     '  template:',
-    '    spec: { provider: here, allowedSources: [127.0.0.0/8], placement: {} }',
+    // The test's origin is on loopback, which the pool's proxies and gateway refuse unless allowed.
+    `    spec: { provider: here, allowedSources: [127.0.0.0/8], placement: {}, egress: { allow: ['127.0.0.1:${echo?.port}'] } }`,
     `  gateway: ${gateway}`,
     '',
   ].join('\n');

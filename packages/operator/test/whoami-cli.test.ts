@@ -33,6 +33,8 @@ describe('proxy-op whoami', () => {
       port: 0,
       allowedSources: ['127.0.0.1/32'],
       outgoingAddress: '127.0.80.250',
+      // The target is on loopback, which a proxy refuses unless allowed.
+      egress: { allow: [new URL(m?.[1] ?? '').host, new URL(m?.[2] ?? '').host] },
     });
     try {
       const r = await probe(`http://127.0.80.250:${proxy.address.port}`, {
