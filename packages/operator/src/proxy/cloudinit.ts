@@ -21,6 +21,10 @@ export type CloudInitAuth = ProxyAuth;
 /** What the spec hash is computed over in place of the password file (which rotates in place). */
 const FILE_IN_HASH = new TextEncoder().encode('# the password file\n');
 
+/** Squid configurations rendered, by their settings; cleared past {@link RENDERED_MAX}. */
+const rendered = new Map<string, string>();
+const RENDERED_MAX = 1000;
+
 /**
  * The Squid configuration for a spec, as `@proxy-op/squid-config` renders
  * it for the `squid` service of Debian and Ubuntu: only the spec's
@@ -34,7 +38,7 @@ export function renderSquidConfig(
   auth?: Pick<ProxyAuth, 'realm'> | undefined,
   egress: EgressPolicy | undefined = spec.egress,
 ): string {
-  return renderSquid({
+  const settings = {
     port: spec.port,
     allowedSources: spec.allowedSources,
     ...(egress === undefined ? {} : { egress }),
@@ -42,7 +46,16 @@ export function renderSquidConfig(
     ...(auth === undefined
       ? {}
       : { auth: { realm: auth.realm, passwordFile: SERVICE_PASSWORD_FILE } }),
-  });
+  };
+  // Most Proxies share their settings (a pool's all do), and a pass renders more than once.
+  const key = canonicalJson(settings);
+  let text = rendered.get(key);
+  if (text === undefined) {
+    text = renderSquid(settings);
+    if (rendered.size >= RENDERED_MAX) rendered.clear();
+    rendered.set(key, text);
+  }
+  return text;
 }
 
 /**
