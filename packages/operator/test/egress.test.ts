@@ -7,26 +7,7 @@ import { validateProxySpec } from '../src/api/proxy.js';
 import { Operator } from '../src/manager/operator.js';
 import { renderSpec } from '../src/proxy/cloudinit.js';
 import { MemoryStore } from '../src/store/proxies.js';
-import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
-
-const FAST = {
-  deletionPollMs: 2,
-  provisioningPollMs: 2,
-  readyResyncMs: 5,
-  backoffBaseMs: 1,
-  backoffMaxMs: 5,
-  gcIntervalMs: 0,
-  healthIntervalMs: 0,
-  probeIntervalMs: 60_000,
-};
-
-async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+import { FAST, providerSet, ScriptedBackend, spec, testRegistry, waitFor } from './support.js';
 
 const target = (port: number): ProbeTargetSpec => ({
   get: new URL(`http://127.0.0.1:${port}/`),
@@ -36,7 +17,12 @@ const target = (port: number): ProbeTargetSpec => ({
 async function operatorWith(backend: ScriptedBackend, store: MemoryStore, port: number) {
   const { registry } = testRegistry({ scripted: backend });
   const providers = await providerSet('providers:\n  - name: lab\n    type: scripted\n', registry);
-  const op = new Operator({ store, providers, probeTarget: target(port), settings: FAST });
+  const op = new Operator({
+    store,
+    providers,
+    probeTarget: target(port),
+    settings: { ...FAST, probeIntervalMs: 60_000 },
+  });
   op.start();
   return op;
 }

@@ -4,25 +4,7 @@ import { instanceName } from '../src/api/naming.js';
 import { Operator } from '../src/manager/operator.js';
 import { parseProvidersConfig } from '../src/providers/file.js';
 import { MemoryStore } from '../src/store/proxies.js';
-import { providerSet, ScriptedBackend, spec, testRegistry } from './support.js';
-
-const FAST = {
-  deletionPollMs: 2,
-  provisioningPollMs: 2,
-  readyResyncMs: 5,
-  backoffBaseMs: 1,
-  backoffMaxMs: 5,
-  gcIntervalMs: 0,
-  healthIntervalMs: 0,
-};
-
-async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+import { FAST, providerSet, ScriptedBackend, spec, testRegistry, waitFor } from './support.js';
 
 async function setup(returnsEarly = false) {
   const backend = new ScriptedBackend();

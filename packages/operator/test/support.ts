@@ -293,3 +293,23 @@ export function spec(input: Record<string, unknown>): ProxySpec {
 export function memoryStore(): MemoryStore {
   return new MemoryStore();
 }
+
+/** Settings that take the memory-store tests through their steps in milliseconds. */
+export const FAST = {
+  deletionPollMs: 2,
+  provisioningPollMs: 2,
+  readyResyncMs: 5,
+  backoffBaseMs: 1,
+  backoffMaxMs: 5,
+  gcIntervalMs: 0,
+  healthIntervalMs: 0,
+};
+
+/** Waits until `cond` holds, polling every 2 ms, for at most `ms`. */
+export async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
