@@ -37,6 +37,11 @@ export function requestHead(
 }
 
 /** Reads one answer from a socket, up to `maxBytes` of head and body. */
+function isReset(err: Error): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 export class AnswerReader {
   readonly #socket: Duplex;
   readonly #maxBytes: number;
@@ -82,13 +87,22 @@ export class AnswerReader {
 
   /** Waits for more bytes; rejects when the connection ended or failed first. */
   async #more(what: string): Promise<void> {
-    if (this.#error !== undefined) {
+    // A peer that closes with our request still unread in its buffer sends a reset, not an end:
+    // before the first byte the two are the same refusal, so they read the same.
+    if (this.#error !== undefined && !(this.#silent() && isReset(this.#error))) {
       throw new StepFailure(`${this.#who} connection failed ${what}: ${this.#error.message}`);
     }
-    if (this.#ended) throw new StepFailure(`${this.#who} closed the connection ${what}`);
+    if (this.#ended || this.#error !== undefined) {
+      throw new StepFailure(`${this.#who} closed the connection ${what}`);
+    }
     await new Promise<void>((resolve) => {
       this.#wake = resolve;
     });
+  }
+
+  /** Whether nothing at all has arrived yet. */
+  #silent(): boolean {
+    return this.#taken + this.#buf.length === 0;
   }
 
   #take(n: number): Buffer {
@@ -110,7 +124,7 @@ export class AnswerReader {
           throw new StepFailure(`${this.#who} sent a head of more than ${this.#maxBytes} bytes`);
         }
         await this.#more(
-          this.#taken + this.#buf.length === 0
+          this.#silent()
             ? 'without answering (a proxy closes at once a client whose source it does not allow)'
             : "before the answer's head ended",
         );

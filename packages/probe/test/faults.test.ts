@@ -123,6 +123,30 @@ describe('a proxy that misbehaves', () => {
     expect(r.steps.find((s) => s.step === 'tunnel')?.ok).toBe(false);
   });
 
+  it('a reset before any byte reads as the same refusal as a close (our request was unread)', async () => {
+    const f = await fake((socket) => onHead(socket, () => socket.resetAndDestroy()));
+    const r = await probe({ host: f.host, port: f.port }, { get: whoami.http });
+    expect(r.failure).toEqual({
+      check: 'get',
+      step: 'status',
+      message:
+        'the proxy closed the connection without answering (a proxy closes at once a client whose source it does not allow)',
+    });
+  });
+
+  it('a reset after the first bytes still names the reset', async () => {
+    const f = await fake((socket) =>
+      onHead(socket, () => {
+        socket.write('HTTP/1.1 200 OK\r\n', () => setTimeout(() => socket.resetAndDestroy(), 20));
+      }),
+    );
+    const r = await probe({ host: f.host, port: f.port }, { get: whoami.http });
+    expect(r.failure?.step).toBe('status');
+    expect(r.failure?.message).toBe(
+      "the proxy connection failed before the answer's head ended: read ECONNRESET",
+    );
+  });
+
   it('closing in the middle of the body fails at nonce', async () => {
     const f = await fake((socket) =>
       onHead(socket, () => {
