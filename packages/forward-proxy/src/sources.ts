@@ -5,6 +5,7 @@
  * @module
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { cidrOf, formatCidr, formatIp, parseIp } from '@proxy-op/egress';
 
 /**
  * What one source is, for the bounds kept per source (open connections,
@@ -13,20 +14,11 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
  */
 export function sourceKey(address: string | undefined): string {
   if (address === undefined) return '';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return mapped[1] as string;
-  if (!isIPv6(address)) return address;
-  // The first four groups of the address, written out.
-  const [head = '', tail = ''] = address.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::')
-    ? [...left, ...new Array<string>(8 - left.length - right.length).fill('0'), ...right]
-    : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => Number.parseInt(g, 16).toString(16))
-    .join(':')}::/64`;
+  const ip = parseIp(address);
+  if (ip === undefined || ip.family === 4) return address;
+  const [a, b, c, d] = ip.words;
+  if (a === 0 && b === 0 && c === 0xffff) return formatIp({ family: 4, value: d });
+  return formatCidr(cidrOf(ip, 64));
 }
 
 /** A set of allowed source ranges. */

@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { age, probeCell, table } from '../page/live-table.js';
 import { entryToProxy, readStateFile } from '../standalone/state-file.js';
+import { splitKey } from '../store/proxies.js';
 import { targetOf } from './target.js';
 
 /** Runs `proxy-op status`; resolves with the exit code. */
@@ -48,10 +49,10 @@ export async function status(argv: string[]): Promise<number> {
   for (const key of keys) {
     const e = state.proxies[key];
     if (e === undefined) continue;
-    const i = key.indexOf('/');
+    const { namespace, name } = splitKey(key);
     rows.push([
-      key.slice(0, i),
-      key.slice(i + 1),
+      namespace,
+      name,
       e.spec.provider,
       e.deletionTimestamp !== undefined ? 'Deleting' : (e.status.phase ?? 'Pending'),
       e.status.endpoint ?? '',

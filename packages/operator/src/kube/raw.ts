@@ -12,6 +12,7 @@ import {
   type ProxyStatus,
   VERSION,
 } from '../api/proxy.js';
+import { splitKey } from '../store/proxies.js';
 
 /**
  * A Proxy as the API server serves it: plain JSON, so times are strings
@@ -58,8 +59,8 @@ export function proxiesPath(namespace: string | undefined): string {
 
 /** The path of the Proxy `namespace/name`. */
 export function proxyPath(key: string): string {
-  const i = key.indexOf('/');
-  return `${proxiesPath(key.slice(0, i))}/${key.slice(i + 1)}`;
+  const { namespace, name } = splitKey(key);
+  return `${proxiesPath(namespace)}/${name}`;
 }
 
 /** The collection path of ProviderHealth (cluster-scoped). */

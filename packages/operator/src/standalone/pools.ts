@@ -23,7 +23,7 @@ import {
   type PublishedEndpoints,
   upstreamsText,
 } from '../store/pools.js';
-import { proxyKey } from '../store/proxies.js';
+import { proxyKey, splitKey } from '../store/proxies.js';
 import type { PoolEntry } from './state-file.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -138,11 +138,9 @@ export class StandalonePools implements PoolStore {
   getPool(key: string): PoolObject | undefined {
     const e = this.#entries.get(key);
     if (e === undefined) return undefined;
-    const i = key.indexOf('/');
     return {
       metadata: {
-        namespace: key.slice(0, i),
-        name: key.slice(i + 1),
+        ...splitKey(key),
         uid: e.uid,
         generation: e.generation,
         creationTimestamp: e.creationTimestamp,

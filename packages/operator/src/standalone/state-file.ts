@@ -20,6 +20,7 @@ import {
   type ProxyStatus,
 } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
+import { splitKey } from '../store/proxies.js';
 
 /** The state file's version. */
 export const STATE_VERSION = 1;
@@ -99,11 +100,9 @@ export function newEntry(
 
 /** The Proxy object of the state entry at `key` (`namespace/name`). */
 export function entryToProxy(key: string, e: StateEntry): ProxyObject {
-  const i = key.indexOf('/');
   return {
     metadata: {
-      namespace: key.slice(0, i),
-      name: key.slice(i + 1),
+      ...splitKey(key),
       uid: e.uid,
       generation: e.generation,
       creationTimestamp: e.creationTimestamp,

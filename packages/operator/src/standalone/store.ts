@@ -14,7 +14,7 @@ import { checkPrivateFolder } from '@proxy-op/contract/files';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { ProviderHealth, ProxyObject, ProxyStatus } from '../api/proxy.js';
 import { DEFAULTS } from '../defaults.js';
-import type { ProxyStore } from '../store/proxies.js';
+import { type ProxyStore, splitKey } from '../store/proxies.js';
 import { ManifestReader } from './manifests.js';
 import { StandalonePools, type StandaloneProxies } from './pools.js';
 import {
@@ -170,7 +170,7 @@ export class StandaloneStore implements ProxyStore {
     return {
       createOwned: async (key, spec, labels, owner) => {
         if (this.#entries.has(key) || this.#closed) return;
-        const source = `pool ${key.slice(0, key.indexOf('/'))}/${owner.name}`;
+        const source = `pool ${splitKey(key).namespace}/${owner.name}`;
         const entry = newEntry(spec, source, this.#now().toISOString(), { labels, owner });
         this.#entries.set(key, entry);
         this.#touch(key, entry);
