@@ -77,11 +77,12 @@ export function destinationRefusal(vm: ProxiedVm, destination: string): RefusalR
 
 /**
  * What the proxy of `vm` answers at `now` to a plain request for
- * `destination` (`host:port`) carrying `credential`: nothing (undefined)
- * while the VM is missing or does not run; 403 when its destination policy
- * refuses the destination ({@link destinationRefusal}), whatever the
- * credential; else 200 when it lets the credential in ({@link proxyLetsIn}),
- * 407 when not.
+ * `destination` (`host:port`) carrying `credential`, in the order the real
+ * proxies judge it (the forward proxy, and Squid's rendered `http_access`
+ * rules): nothing (undefined) while the VM is missing or does not run; 407
+ * when it does not let the credential in ({@link proxyLetsIn}); 403 when
+ * its destination policy refuses the destination
+ * ({@link destinationRefusal}); else 200.
  */
 export function proxyAnswer(
   vm: ProxiedVm | undefined,
@@ -90,6 +91,6 @@ export function proxyAnswer(
   now: number,
 ): 200 | 403 | 407 | undefined {
   if (vm === undefined || vm.status !== 'running') return undefined;
-  if (destinationRefusal(vm, destination) !== undefined) return 403;
-  return proxyLetsIn(vm, credential, now) ? 200 : 407;
+  if (!proxyLetsIn(vm, credential, now)) return 407;
+  return destinationRefusal(vm, destination) === undefined ? 200 : 403;
 }
