@@ -12,6 +12,7 @@ export {
   throwIfAborted,
 } from './abort.js';
 export { BackendError, type BackendErrorOptions } from './backend-error.js';
+export { billedSeconds, costOf, locationProblems, paidUntil } from './billing.js';
 export { BudgetError, budgetSeam, type SeamBudget } from './budget.js';
 export type {
   CheckAnswer,
@@ -91,9 +92,13 @@ export {
 } from './observe.js';
 export { bindOperations, type ImplementationParts, type Operations } from './operations.js';
 export {
+  type Billing,
+  billingOf,
   credentialRotationOf,
+  ipv6EgressOf,
   PROFILE_AXES,
   type Profile,
+  preemptionOf,
   profileProblems,
 } from './profile.js';
 export {
@@ -122,6 +127,7 @@ export {
   type DeleteOptions,
   type Instance,
   type ListOptions,
+  type Location,
   type Placement,
   type Provider,
   type ProxyAuth,

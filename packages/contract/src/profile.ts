@@ -1,8 +1,8 @@
 /**
  * The profile: the provider's choice on each of the contract's axes,
  * exported as data so documentation and the conformance kit can read it.
- * Axes are numbered as in the contract (§4.1 to §4.20); §4.20 may be left
- * out and then reads as `replace`.
+ * Axes are numbered as in the contract (§4.1 to §4.23); §4.20 to §4.23 may
+ * be left out and then read as `replace`, `none`, `never` and `none`.
  *
  * @module
  */
@@ -54,6 +54,50 @@ export interface Profile {
    * Omitted: `replace`.
    */
   readonly credentialRotation?: 'in-place' | 'replace' | undefined;
+  /**
+   * §4.21 How the backend bills a running instance: `none` (your own
+   * hardware, a cluster you already pay for), or by the `period` with at
+   * least `minimumSeconds` billed per instance. The price is not the
+   * provider's to know: it comes from the operator's providers file.
+   * Omitted: `none`.
+   */
+  readonly billing?: Billing | undefined;
+  /**
+   * §4.22 Whether the backend can take an instance back (spot and
+   * preemptible instances): `possible` (Get and ListByTag then report such an
+   * instance as `Preempted`) or `never`. Omitted: `never`.
+   */
+  readonly preemption?: 'possible' | 'never' | undefined;
+  /**
+   * §4.23 Whether a Running instance gets an IPv6 range to send from
+   * (`range`: Get reports it as `ipv6Range`) or not (`none`). Omitted: `none`.
+   */
+  readonly ipv6Egress?: 'range' | 'none' | undefined;
+}
+
+/** §4.21 A billing model: not billed, or billed by a period with a minimum. */
+export type Billing =
+  | 'none'
+  | {
+      /** The unit the backend bills in: each started unit is paid in full. */
+      readonly period: 'second' | 'minute' | 'hour';
+      /** Seconds billed at least, however short the instance's life (0 for none). */
+      readonly minimumSeconds: number;
+    };
+
+/** A profile's §4.21 choice, `none` when it makes none. */
+export function billingOf(profile: Profile): Billing {
+  return profile.billing ?? 'none';
+}
+
+/** A profile's §4.22 choice, `never` when it makes none. */
+export function preemptionOf(profile: Profile): 'possible' | 'never' {
+  return profile.preemption ?? 'never';
+}
+
+/** A profile's §4.23 choice, `none` when it makes none. */
+export function ipv6EgressOf(profile: Profile): 'range' | 'none' {
+  return profile.ipv6Egress ?? 'none';
 }
 
 /** A profile's §4.20 choice, `replace` when it makes none. */
@@ -83,6 +127,9 @@ export const PROFILE_AXES = [
   'childSpans',
   'backendTest',
   'credentialRotation',
+  'billing',
+  'preemption',
+  'ipv6Egress',
 ] as const satisfies readonly (keyof Profile)[];
 
 const CHOICES: { readonly [K in keyof Profile]-?: readonly string[] } = {
@@ -106,10 +153,36 @@ const CHOICES: { readonly [K in keyof Profile]-?: readonly string[] } = {
   childSpans: ['transport-wrapper', 'sdk-instrumentation', 'span-decorator'],
   backendTest: ['local-peer', 'integration-env', 'cluster-e2e', 'manual-runbook'],
   credentialRotation: ['in-place', 'replace'],
+  billing: ['none', 'an object { period, minimumSeconds }'],
+  preemption: ['possible', 'never'],
+  ipv6Egress: ['range', 'none'],
 };
 
 /** Axes a profile may leave out, and what they read as then. */
-const OPTIONAL_AXES: Partial<Record<keyof Profile, string>> = { credentialRotation: 'replace' };
+const OPTIONAL_AXES: Partial<Record<keyof Profile, string>> = {
+  credentialRotation: 'replace',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
+};
+
+const PERIODS = ['second', 'minute', 'hour'];
+
+/** What is wrong with a §4.21 choice read from outside TypeScript, or undefined. */
+function billingProblem(value: unknown): string | undefined {
+  if (value === 'none') return undefined;
+  const how = "must be 'none' or { period: 'second' | 'minute' | 'hour', minimumSeconds: n }";
+  if (value === null || typeof value !== 'object') return `profile.billing: ${how}`;
+  const b = value as Record<string, unknown>;
+  if (typeof b.period !== 'string' || !PERIODS.includes(b.period)) {
+    return `profile.billing.period: must be one of ${PERIODS.join(', ')}`;
+  }
+  const min = b.minimumSeconds;
+  if (typeof min !== 'number' || !Number.isInteger(min) || min < 0) {
+    return 'profile.billing.minimumSeconds: must be a whole number of seconds, 0 or more';
+  }
+  return undefined;
+}
 
 /**
  * Checks a profile read from outside TypeScript (a third-party module):
@@ -124,7 +197,10 @@ export function profileProblems(profile: unknown): string[] {
     const allowed = CHOICES[axis];
     const value = p[axis];
     if (value === undefined && axis in OPTIONAL_AXES) continue;
-    if (axis === 'asyncOps') {
+    if (axis === 'billing') {
+      const problem = billingProblem(value);
+      if (problem !== undefined) problems.push(problem);
+    } else if (axis === 'asyncOps') {
       if (!Array.isArray(value) || value.some((v) => !allowed.includes(v as string))) {
         problems.push(
           `profile.${axis}: must be an array of ${allowed.join(', ')} (empty for none)`,

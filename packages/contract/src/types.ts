@@ -2,7 +2,7 @@ import type { EgressPolicy } from '@proxy-op/egress';
 import type { CallOptions } from './abort.js';
 
 /** The lifecycle state a provider reports for an instance. */
-export type State = 'Provisioning' | 'Running' | 'Stopped' | 'Terminated';
+export type State = 'Provisioning' | 'Running' | 'Stopped' | 'Terminated' | 'Preempted';
 
 /** The states, as values. */
 export const State = {
@@ -14,6 +14,14 @@ export const State = {
   Stopped: 'Stopped',
   /** Finished for good; will not run again. */
   Terminated: 'Terminated',
+  /**
+   * Taken back by the backend (a spot or preemptible instance it stopped or
+   * is deleting to reclaim capacity): it will not serve again. It is not the
+   * proxy's failure: the caller replaces it and counts no failure against
+   * it. Only a provider whose profile says `preemption: 'possible'`
+   * (§4.22) reports it.
+   */
+  Preempted: 'Preempted',
 } as const satisfies Record<State, State>;
 
 /**
@@ -99,6 +107,21 @@ export interface ProxyAuth {
   readonly passwordFile: Uint8Array;
 }
 
+/**
+ * Where an instance runs, in terms that mean the same on every provider:
+ * the provider's own region and zone names, and the country they are in
+ * where the provider knows it (a region table). Each field is left out
+ * when the provider has no such notion or cannot tell.
+ */
+export interface Location {
+  /** The provider's region name (`us-central1`, `fsn1`, `eu-west-1`, a cluster's region label). */
+  readonly region?: string | undefined;
+  /** The provider's zone name within the region (`us-central1-a`, a node or host). */
+  readonly zone?: string | undefined;
+  /** The country, as an upper-case ISO 3166-1 alpha-2 code (`DE`, `US`). */
+  readonly country?: string | undefined;
+}
+
 /** An instance as the backend reports it. */
 export interface Instance {
   /** The provider ID: opaque to callers, parsed strictly by the provider. */
@@ -113,6 +136,18 @@ export interface Instance {
   readonly createdAt: Date;
   /** The installation from the mark, when the provider read it. */
   readonly installation?: string | undefined;
+  /**
+   * Where the instance runs (see {@link Location}); left out by a provider
+   * with no notion of place (a local process). A provider that bills
+   * (§4.21) reports at least the region.
+   */
+  readonly location?: Location | undefined;
+  /**
+   * The IPv6 range the proxy may send from, as a CIDR (`2001:db8:1::/64`),
+   * once the backend has routed it to the instance: reported by a provider
+   * whose profile says `ipv6Egress: 'range'` (§4.23) for a Running instance.
+   */
+  readonly ipv6Range?: string | undefined;
 }
 
 /**

@@ -8,7 +8,10 @@ import {
   createProvider,
   formatConfigIssues,
   type Logger,
+  billingOf,
+  ipv6EgressOf,
   PROFILE_AXES,
+  preemptionOf,
   type Profile,
   type ProviderDeps,
   type ProviderModule,
@@ -75,8 +78,8 @@ const mod: ProviderModule<{ size: number }, ProviderDeps, string> = {
 };
 
 describe('profile', () => {
-  it('has the twenty axes of contract §4', () => {
-    expect(PROFILE_AXES).toHaveLength(20);
+  it('has the twenty-three axes of contract §4', () => {
+    expect(PROFILE_AXES).toHaveLength(23);
     expect(profileProblems(profile)).toEqual([]);
   });
 
@@ -86,6 +89,35 @@ describe('profile', () => {
       'profile.asyncOps: must be an array of task-handle, backend-lock (empty for none)',
     ]);
     expect(profileProblems(null)).toEqual(['profile: must be an object']);
+  });
+
+  it('reads the optional axes of §4.21 to §4.23 and names a bad choice', () => {
+    expect(billingOf(profile)).toBe('none');
+    expect(preemptionOf(profile)).toBe('never');
+    expect(ipv6EgressOf(profile)).toBe('none');
+    const cloud = {
+      ...profile,
+      billing: { period: 'second', minimumSeconds: 60 },
+      preemption: 'possible',
+      ipv6Egress: 'range',
+    } as const;
+    expect(profileProblems(cloud)).toEqual([]);
+    expect(billingOf(cloud)).toEqual({ period: 'second', minimumSeconds: 60 });
+    expect(preemptionOf(cloud)).toBe('possible');
+    expect(ipv6EgressOf(cloud)).toBe('range');
+    expect(profileProblems({ ...profile, billing: 'hourly' })).toEqual([
+      "profile.billing: must be 'none' or { period: 'second' | 'minute' | 'hour', minimumSeconds: n }",
+    ]);
+    expect(profileProblems({ ...profile, billing: { period: 'day', minimumSeconds: 0 } })).toEqual(
+      ['profile.billing.period: must be one of second, minute, hour'],
+    );
+    expect(
+      profileProblems({ ...profile, billing: { period: 'hour', minimumSeconds: -1 } }),
+    ).toEqual(['profile.billing.minimumSeconds: must be a whole number of seconds, 0 or more']);
+    expect(profileProblems({ ...profile, preemption: 'sometimes', ipv6Egress: 'v6' })).toEqual([
+      'profile.preemption: must be one of possible, never',
+      'profile.ipv6Egress: must be one of range, none',
+    ]);
   });
 });
 
