@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Instance } from './types.js';
+import type { Instance, Location, State } from './types.js';
 
 /** Mark keys, as written into labels, metadata or a description. */
 export const MarkKey = {
@@ -144,17 +144,30 @@ export function deletionProblem(
 /**
  * The ListByTag answer (contract §2.4) from what a backend listing gave:
  * the entries whose mark belongs to `installation`, as instances with ID,
- * UID, creation time and installation, in listing order. Entries without a
- * mark are left out.
+ * UID, creation time and installation, in listing order, plus the state
+ * and location an entry carries (what the listing read of them). Entries
+ * without a mark are left out.
  */
 export function markedInstances(
   installation: string,
-  entries: Iterable<{ readonly id: string; readonly mark: Mark | undefined }>,
+  entries: Iterable<{
+    readonly id: string;
+    readonly mark: Mark | undefined;
+    readonly state?: State | undefined;
+    readonly location?: Location | undefined;
+  }>,
 ): Instance[] {
   const out: Instance[] = [];
-  for (const { id, mark } of entries) {
+  for (const { id, mark, state, location } of entries) {
     if (mark === undefined || !belongsTo(mark, installation)) continue;
-    out.push({ id, uid: mark.uid, createdAt: mark.createdAt, installation: mark.installation });
+    out.push({
+      id,
+      uid: mark.uid,
+      createdAt: mark.createdAt,
+      installation: mark.installation,
+      ...(state === undefined ? {} : { state }),
+      ...(location === undefined ? {} : { location }),
+    });
   }
   return out;
 }

@@ -56,9 +56,9 @@ describe('locationProblems', () => {
   it('accepts what providers report, and no location at all', () => {
     expect(locationProblems(undefined)).toEqual([]);
     expect(locationProblems({})).toEqual([]);
-    expect(locationProblems({ region: 'us-central1', zone: 'us-central1-a', country: 'US' })).toEqual(
-      [],
-    );
+    expect(
+      locationProblems({ region: 'us-central1', zone: 'us-central1-a', country: 'US' }),
+    ).toEqual([]);
     expect(locationProblems({ region: 'fsn1', zone: 'fsn1-dc14', country: 'DE' })).toEqual([]);
   });
 

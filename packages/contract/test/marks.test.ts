@@ -8,6 +8,7 @@ import {
   formatMarkTime,
   installationProblem,
   MarkKey,
+  markedInstances,
   parseMark,
   parseMarkTime,
 } from '../src/index.js';
@@ -85,5 +86,35 @@ describe('marks', () => {
     expect(installationProblem('Team')).toMatch(/lowercase DNS label/);
     expect(installationProblem('-a')).toMatch(/lowercase DNS label/);
     expect(installationProblem('a'.repeat(64))).toMatch(/at most 63/);
+  });
+});
+
+describe('markedInstances', () => {
+  const at = new Date('2026-12-01T10:00:00Z');
+  const mark = (uid: string, installation = DEFAULT_INSTALLATION) => ({
+    uid,
+    createdAt: at,
+    installation,
+  });
+
+  it("keeps the installation's marked entries in order, with what each carries", () => {
+    const listed = markedInstances('default', [
+      { id: 'a', mark: mark('u1'), state: 'Preempted', location: { region: 'r1', country: 'DE' } },
+      { id: 'b', mark: undefined, state: 'Running' },
+      { id: 'c', mark: mark('u2', 'other') },
+      { id: 'd', mark: mark('') },
+    ]);
+    expect(listed).toEqual([
+      {
+        id: 'a',
+        uid: 'u1',
+        createdAt: at,
+        installation: 'default',
+        state: 'Preempted',
+        location: { region: 'r1', country: 'DE' },
+      },
+      { id: 'd', uid: '', createdAt: at, installation: 'default' },
+    ]);
+    expect(Object.keys(listed[1] ?? {})).not.toContain('state');
   });
 });

@@ -3,18 +3,18 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import {
+  billingOf,
   ConfigError,
   type ConfigSchema,
   createProvider,
   formatConfigIssues,
-  type Logger,
-  billingOf,
   ipv6EgressOf,
+  type Logger,
   PROFILE_AXES,
-  preemptionOf,
   type Profile,
   type ProviderDeps,
   type ProviderModule,
+  preemptionOf,
   profileProblems,
   silentLogger,
   validateConfig,
@@ -108,9 +108,9 @@ describe('profile', () => {
     expect(profileProblems({ ...profile, billing: 'hourly' })).toEqual([
       "profile.billing: must be 'none' or { period: 'second' | 'minute' | 'hour', minimumSeconds: n }",
     ]);
-    expect(profileProblems({ ...profile, billing: { period: 'day', minimumSeconds: 0 } })).toEqual(
-      ['profile.billing.period: must be one of second, minute, hour'],
-    );
+    expect(profileProblems({ ...profile, billing: { period: 'day', minimumSeconds: 0 } })).toEqual([
+      'profile.billing.period: must be one of second, minute, hour',
+    ]);
     expect(
       profileProblems({ ...profile, billing: { period: 'hour', minimumSeconds: -1 } }),
     ).toEqual(['profile.billing.minimumSeconds: must be a whole number of seconds, 0 or more']);
