@@ -152,6 +152,13 @@ export interface BackendHarness {
    */
   holdLock?(id: string): Promise<() => Promise<void>>;
   /**
+   * Makes the backend take the instance back, as a cloud takes back a spot
+   * or preemptible instance: it stops serving and stays taken back (stopped,
+   * or being deleted) for the provider to read until it is deleted.
+   * Required when `profile.preemption` is `possible`.
+   */
+  preempt?(id: string): Promise<void>;
+  /**
    * Makes the next `delete` of `id` stop half-way (the instance still
    * exists) until the gate is released.
    */

@@ -27,6 +27,7 @@ export {
   describeGetConformance,
   describeListConformance,
   describeObservabilityConformance,
+  describeWhereConformance,
 } from './sections.js';
 export { describeProviderConformance } from './suite.js';
 export {

@@ -14,3 +14,4 @@ export { describeErrorConformance } from './sections/errors.js';
 export { describeGetConformance } from './sections/get.js';
 export { describeListConformance } from './sections/list.js';
 export { describeObservabilityConformance } from './sections/observability.js';
+export { describeWhereConformance } from './sections/where.js';

@@ -16,6 +16,7 @@ import {
   describeGetConformance,
   describeListConformance,
   describeObservabilityConformance,
+  describeWhereConformance,
 } from './sections.js';
 import type { ConformanceOptions } from './support.js';
 
@@ -48,5 +49,6 @@ export function describeProviderConformance(opts: ConformanceOptions): void {
     describeCheckerConformance(opts);
     describeObservabilityConformance(opts);
     describeCredentialsConformance(opts);
+    describeWhereConformance(opts);
   });
 }

@@ -47,6 +47,8 @@ export const PROFILES = {
     ipSource: 'discovered',
     createdAt: 'backend-timestamp',
     provisioningState: 'native',
+    billing: 'none',
+    preemption: 'never',
   } satisfies Profile,
 } as const;
 
@@ -80,7 +82,7 @@ export function variant(Impl: Impl, overrides: Partial<Module> = {}): Module {
 }
 
 /** A variant whose state mapping answers `map(vm)` where that is defined. */
-const mapsState = (map: (vm: VmRecord) => State | undefined) =>
+export const mapsState = (map: (vm: VmRecord) => State | undefined) =>
   variant(
     class extends MemoryImplementation {
       protected override state(vm: VmRecord): State {
@@ -147,7 +149,7 @@ async function makeVm(
   const seed = opts.seed ?? seedVolume(req.name);
   const mark = formatMark({ uid: req.uid, createdAt: new Date(), installation: req.installation });
   await seam.putSeed(seed, req.cloudInit, ctx.signal);
-  await seam.define(req.name, mark, seed, ctx.signal);
+  await seam.define(req.name, { metadata: mark, seed, zone: 'zone-a' }, ctx.signal);
   if (opts.start !== false) await seam.start(req.name, ctx.signal);
   return memoryId.format(req);
 }
@@ -206,7 +208,11 @@ export const FLAWS: Record<string, Flaw> = {
           if (existing === undefined) return super.create(req, ctx);
           const dup = `${req.name.slice(0, 50)}-dup${++this.#n}`;
           await this.seam.putSeed(seedVolume(dup), req.cloudInit, ctx.signal);
-          await this.seam.define(dup, existing.metadata, seedVolume(dup), ctx.signal);
+          await this.seam.define(
+            dup,
+            { metadata: existing.metadata, seed: seedVolume(dup), zone: existing.zone ?? 'zone-a' },
+            ctx.signal,
+          );
           return memoryId.format({ name: req.name });
         }
       },

@@ -1,6 +1,6 @@
-// Peer: the reference provider and deliberately broken variants of it (test/flaws.ts and
-// test/flaws-credentials.ts), under the reference profile and a looser one; the suite runs
-// in-process through a collecting runner (test/collect.ts), as Level's self-tests do.
+// Peer: the reference provider and deliberately broken variants of it (test/flaws.ts,
+// test/flaws-credentials.ts and test/flaws-where.ts), under the reference profile and a looser
+// one; the suite runs in-process through a collecting runner (test/collect.ts), as Level's self-tests do.
 import type { Profile } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { describeProviderConformance } from '../src/index.js';
@@ -8,8 +8,9 @@ import { createReferenceFixture } from '../src/reference/index.js';
 import { type Collected, collect } from './collect.js';
 import { type Flaw, FLAWS as GENERAL_FLAWS, PROFILES, type ProfileName } from './flaws.js';
 import { CREDENTIAL_FLAWS } from './flaws-credentials.js';
+import { WHERE_FLAWS } from './flaws-where.js';
 
-const FLAWS: Record<string, Flaw> = { ...GENERAL_FLAWS, ...CREDENTIAL_FLAWS };
+const FLAWS: Record<string, Flaw> = { ...GENERAL_FLAWS, ...CREDENTIAL_FLAWS, ...WHERE_FLAWS };
 
 function suite(profile: ProfileName | Profile, flaw?: Flaw): Collected[] {
   return collect((vitest) =>

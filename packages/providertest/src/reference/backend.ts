@@ -65,6 +65,19 @@ export interface VmRecord {
   readonly proxyReloadAt?: number | undefined;
   /** The destination policy in the VM's proxy config; the proxy's defaults when unset. */
   readonly egress?: EgressPolicy | undefined;
+  /** The zone the VM was defined in (unset for a VM planted without one). */
+  readonly zone?: string | undefined;
+  /** The IPv6 range routed to the VM while it runs. */
+  readonly ipv6Range?: string | undefined;
+  /** Set when the backend took the VM back (stopped it to reclaim capacity), until it starts again. */
+  readonly reclaimed?: boolean | undefined;
+}
+
+/** What `define` makes: the VM's metadata, the seed volume it boots from, its zone. */
+export interface VmSpec {
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly seed: string;
+  readonly zone: string;
 }
 
 /** The backend calls the reference provider makes; one method per call, each taking a signal. */
@@ -78,15 +91,10 @@ export interface MemorySeam {
   /** Deletes a seed volume; deleting what is gone succeeds. */
   deleteSeed(volume: string, signal?: AbortSignal): Promise<void>;
   /**
-   * Defines a VM with its metadata, booting from the seed volume `seed`; `VM_EXISTS` if the name is
-   * taken, `NO_CAPACITY` when full.
+   * Defines a VM with its metadata in a zone, booting from the seed volume `spec.seed`;
+   * `VM_EXISTS` if the name is taken, `NO_CAPACITY` when full.
    */
-  define(
-    name: string,
-    metadata: Readonly<Record<string, string>>,
-    seed: string,
-    signal?: AbortSignal,
-  ): Promise<void>;
+  define(name: string, spec: VmSpec, signal?: AbortSignal): Promise<void>;
   /** Writes the password file in a VM's filesystem; its proxy loads it again a moment later. */
   putPasswordFile(name: string, contents: Uint8Array, signal?: AbortSignal): Promise<void>;
   /**
@@ -98,7 +106,7 @@ export interface MemorySeam {
     policy: EgressPolicy | undefined,
     signal?: AbortSignal,
   ): Promise<void>;
-  /** Starts a VM that is not running; it gets an address. */
+  /** Starts a VM that is not running; it gets an address and an IPv6 range. */
   start(name: string, signal?: AbortSignal): Promise<void>;
   /** Stops a running VM. */
   stop(name: string, signal?: AbortSignal): Promise<void>;
@@ -168,14 +176,21 @@ export class MemoryBackend {
         this.call('deleteSeed', credential, signal, () => {
           this.seeds.delete(volume);
         }),
-      define: (name, metadata, seed, signal) =>
+      define: (name, spec, signal) =>
         this.call('define', credential, signal, () => {
           if (this.vms.has(name)) throw new BackendError('VM_EXISTS', `VM ${name} already exists`);
-          if (!this.seeds.has(seed)) throw new BackendError('INVALID', `no volume ${seed}`);
+          if (!this.seeds.has(spec.seed))
+            throw new BackendError('INVALID', `no volume ${spec.seed}`);
           if (this.vms.size >= this.capacity) {
             throw new BackendError('NO_CAPACITY', `no room for ${name}: ${this.vms.size} VMs`);
           }
-          this.vms.set(name, { name, status: 'defined', metadata: { ...metadata }, seed });
+          this.vms.set(name, {
+            name,
+            status: 'defined',
+            metadata: { ...spec.metadata },
+            seed: spec.seed,
+            zone: spec.zone,
+          });
         }),
       putPasswordFile: (name, contents, signal) =>
         this.call('putPasswordFile', credential, signal, () => {
@@ -201,10 +216,13 @@ export class MemoryBackend {
           if (vm.status === 'running') {
             throw new BackendError('WRONG_STATE', `VM ${name} is already running`);
           }
+          const n = this.nextIp++;
+          const { reclaimed: _reclaimed, ...rest } = vm;
           this.vms.set(name, {
-            ...vm,
+            ...rest,
             status: 'running',
-            ip: `10.0.0.${this.nextIp++}`,
+            ip: `10.0.0.${n}`,
+            ipv6Range: `2001:db8:${n.toString(16)}::/64`,
             proxyFile: vm.passwordFile,
           });
         }),
@@ -215,7 +233,7 @@ export class MemoryBackend {
           if (vm.status !== 'running') {
             throw new BackendError('WRONG_STATE', `VM ${name} is not running`);
           }
-          const { ip: _ip, ...rest } = vm;
+          const { ip: _ip, ipv6Range: _range, ...rest } = vm;
           this.vms.set(name, { ...rest, status: 'stopped' });
         }),
       destroy: async (name, signal) => {
@@ -324,6 +342,16 @@ export class MemoryBackend {
   /** Makes `target` (or every target, `*`) refuse connections. */
   setUnreachable(target: string): void {
     this.unreachable.add(target);
+  }
+
+  /**
+   * Takes a VM back, as a cloud does a spot instance: it stops, loses its
+   * addresses and stays so, marked reclaimed, until someone starts or
+   * destroys it.
+   */
+  reclaim(name: string): void {
+    const { ip: _ip, ipv6Range: _range, ...vm } = this.mustGet(name);
+    this.vms.set(name, { ...vm, status: 'stopped', reclaimed: true });
   }
 
   /** Changes fields of a VM. */

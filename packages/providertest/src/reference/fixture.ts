@@ -165,6 +165,10 @@ export async function createReferenceFixture(
       return async () => backend.update(name(id), { lock: undefined });
     },
     holdNextDelete: (id) => backend.holdNextDelete(name(id)),
+    preempt: async (id) => {
+      existing(id);
+      backend.reclaim(name(id));
+    },
     plantNeverStarted: async (req) => {
       backend.seeds.set(seedVolume(req.name), req.cloudInit.byteLength);
       backend.plant({

@@ -93,6 +93,11 @@ export const profile: Profile = {
   childSpans: 'span-decorator',
   backendTest: 'local-peer',
   credentialRotation: 'in-place',
+  // Billed and reclaimable as a cloud's spot instances are, so that the kit's checks of
+  // location, billing, preemption and IPv6 ranges run against the reference too.
+  billing: { period: 'second', minimumSeconds: 60 },
+  preemption: 'possible',
+  ipv6Egress: 'range',
 };
 
 /** The reference provider as a provider module (type `memory`). */

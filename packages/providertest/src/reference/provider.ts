@@ -22,6 +22,7 @@ import {
   type ImplementationChecker,
   type Instance,
   idFormat,
+  type Location,
   type Logger,
   type Mark,
   markedInstances,
@@ -77,6 +78,9 @@ export function seedVolume(name: string): string {
   return `${name}-seed`;
 }
 
+/** The one region the in-memory backend stands in. */
+export const MEMORY_REGION = 'memory-1';
+
 /** The reference provider's classify table: backend statuses to error classes. */
 export function classify(_op: Operation, err: unknown): ErrorClass {
   switch (err instanceof BackendError ? err.status : undefined) {
@@ -95,6 +99,8 @@ export function classify(_op: Operation, err: unknown): ErrorClass {
 
 /** Maps a backend status (and IP) to the contract's state. */
 export function mapMemoryState(vm: VmRecord): State {
+  // Taken back by the backend: not this proxy's failure.
+  if (vm.reclaimed === true && vm.status !== 'running') return 'Preempted';
   if (vm.status === 'running' && vm.ip !== undefined) return 'Running';
   // Defined and never started, or started and still without an address.
   if (vm.status === 'running' || vm.status === 'defined') return 'Provisioning';
@@ -178,7 +184,11 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
       installation: req.installation,
     });
     try {
-      await this.seam.define(req.name, mark, seed, ctx.signal);
+      await this.seam.define(
+        req.name,
+        { metadata: mark, seed, zone: this.zoneOf(req) },
+        ctx.signal,
+      );
     } catch (err) {
       // A refused define leaves no seed behind. (A cancelled one may still be
       // carried out; the retry adopts its VM and writes the seed again.)
@@ -273,6 +283,8 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
       state,
       ip: state === 'Running' ? vm.ip : undefined,
       installation: mark.installation,
+      location: this.locationOf(vm),
+      ...(state === 'Running' && vm.ipv6Range !== undefined ? { ipv6Range: vm.ipv6Range } : {}),
     };
     this.log.trace({ name: id.name, state, ip: instance.ip }, 'memory instance read');
     return instance;
@@ -281,6 +293,21 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
   /** The contract's state of a VM. */
   protected state(vm: VmRecord): State {
     return mapMemoryState(vm);
+  }
+
+  /** Where a VM runs: the backend's one region, in Germany, and the VM's zone. */
+  protected locationOf(vm: VmRecord): Location | undefined {
+    return {
+      region: MEMORY_REGION,
+      country: 'DE',
+      ...(vm.zone === undefined ? {} : { zone: vm.zone }),
+    };
+  }
+
+  /** The zone a request's VM goes to: the one named, or the only one configured. */
+  protected zoneOf(req: CheckedCreateRequest): string {
+    const z = req.placement.zone;
+    return z !== undefined && z !== '' ? z : (this.config.zones[0] ?? '');
   }
 
   /** Stops and destroys our VM and deletes its seed; leaves anyone else's VM alone. */
@@ -317,7 +344,12 @@ export class MemoryImplementation implements ProviderImplementation<MemoryId> {
     const vms = await this.seam.list(ctx.signal);
     return markedInstances(
       installation,
-      vms.map((vm) => ({ id: memoryId.format({ name: vm.name }), mark: this.readMark(vm) })),
+      vms.map((vm) => ({
+        id: memoryId.format({ name: vm.name }),
+        mark: this.readMark(vm),
+        state: this.state(vm),
+        location: this.locationOf(vm),
+      })),
     );
   }
 
