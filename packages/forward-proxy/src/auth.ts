@@ -16,9 +16,9 @@
  *
  * @module
  */
+import { verifyPasswordSliced } from '@proxy-op/htpasswd';
 import { FailureLimit } from './auth-limit.js';
 import { now as clock } from './clock.js';
-import { verifyPasswordSliced } from './crypt.js';
 import { crypto } from './lazy-crypto.js';
 import { WatchedPasswordFile } from './password-file.js';
 

@@ -5,9 +5,16 @@
  *
  * @module
  */
+
+export {
+  type HashOptions,
+  hashPassword,
+  type PasswordEntries,
+  parsePasswordFile,
+  verifyPassword,
+} from '@proxy-op/htpasswd';
 export type { AccessLogEntry } from './access-log.js';
 export type { ProxyAuthOptions } from './auth.js';
-export { type HashOptions, hashPassword, verifyPassword } from './crypt.js';
 export { probeHealth } from './health.js';
 export { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
 export {
@@ -18,6 +25,5 @@ export {
   type SessionPolicy,
 } from './parents.js';
 export { readParentsFile, watchParentsFile } from './parents-file.js';
-export { type PasswordEntries, parsePasswordFile } from './password-file.js';
 export { type ForwardProxy, type ForwardProxyOptions, startForwardProxy } from './proxy.js';
 export { proxyServerPath } from './proxy-server.js';

@@ -3,20 +3,20 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as htpasswd from '@proxy-op/htpasswd';
 import { basicAuthorization } from '@proxy-op/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type AuthOutcome, MAX_VERIFYING, ProxyAuth } from '../src/auth.js';
 import { FailureLimit } from '../src/auth-limit.js';
 import { now } from '../src/clock.js';
-import * as crypt from '../src/crypt.js';
 import { hashPassword } from '../src/index.js';
 
-vi.mock('../src/crypt.js', async (actual) => {
-  const real = await actual<typeof import('../src/crypt.js')>();
+vi.mock('@proxy-op/htpasswd', async (actual) => {
+  const real = await actual<typeof import('@proxy-op/htpasswd')>();
   return { ...real, verifyPasswordSliced: vi.fn(real.verifyPasswordSliced) };
 });
 
-const verify = vi.mocked(crypt.verifyPasswordSliced);
+const verify = vi.mocked(htpasswd.verifyPasswordSliced);
 const alice = { user: 'alice', password: 'first' };
 let dir: string;
 let file: string;

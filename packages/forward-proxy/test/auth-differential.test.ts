@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderSquidConfig } from '@proxy-op/squid-config';
 import {
+  AWKWARD_PASSWORDS,
   authMatrix,
   curlThroughProxy,
   describeWithPeers,
@@ -15,7 +16,6 @@ import {
 } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
 import { hashPassword } from '../src/index.js';
-import { AWKWARD_PASSWORDS } from './auth-support.js';
 import {
   freePort,
   killAllSpawned,

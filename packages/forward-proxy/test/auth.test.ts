@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  AWKWARD_PASSWORDS,
   authMatrix,
   basicAuthorization,
   curlThroughProxy,
@@ -15,7 +16,6 @@ import {
 import * as vitest from 'vitest';
 import { hashPassword } from '../src/index.js';
 import { proxyServerPath } from '../src/proxy-server.js';
-import { AWKWARD_PASSWORDS } from './auth-support.js';
 import {
   freePort,
   killAllSpawned,

@@ -1,18 +1,19 @@
-// Peer: none but the file system: the password file's format, its re-reading, and what the
-// proxy's authentication keeps of each verification (the clock is passed in).
+// Peer: none but the file system: the password file's re-reading, and what the proxy's
+// authentication keeps of each verification (the clock is passed in). The file's format is
+// @proxy-op/htpasswd's, tested there.
 import { chmod, chown, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as htpasswd from '@proxy-op/htpasswd';
 import { basicAuthorization, replaceFile } from '@proxy-op/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ProxyAuth } from '../src/auth.js';
 import { now } from '../src/clock.js';
-import * as crypt from '../src/crypt.js';
-import { hashPassword, parsePasswordFile } from '../src/index.js';
+import { hashPassword } from '../src/index.js';
 import { RECHECK_MS, readTrusted } from '../src/password-file.js';
 
-vi.mock('../src/crypt.js', async (actual) => {
-  const real = await actual<typeof import('../src/crypt.js')>();
+vi.mock('@proxy-op/htpasswd', async (actual) => {
+  const real = await actual<typeof import('@proxy-op/htpasswd')>();
   return { ...real, verifyPasswordSliced: vi.fn(real.verifyPasswordSliced) };
 });
 
@@ -27,42 +28,12 @@ async function userOf(
   return o.kind === 'user' ? o.user : undefined;
 }
 
-describe('parsePasswordFile', () => {
-  it('reads user:hash lines, skipping comments and blank lines', () => {
-    const users = parsePasswordFile(
-      '# proxy-op\n\nalice:$6$a$x\r\n  # indented comment\nbob:$5$b$y:a comment field\n',
-    );
-    expect([...users]).toEqual([
-      ['alice', '$6$a$x'],
-      ['bob', '$5$b$y'],
-    ]);
-    expect(users.skippedLines).toEqual([]);
-  });
-
-  it('skips malformed lines and says which, never what they held', () => {
-    const users = parsePasswordFile(
-      [
-        'alice:$6$a$x',
-        'no colon here',
-        ':$6$nobody$',
-        'carol:',
-        'dave:$6$\u0001$',
-        'alice:$6$again$',
-        'erin:$6$e$z',
-      ].join('\n'),
-    );
-    expect([...users.keys()]).toEqual(['alice', 'erin']);
-    expect(users.get('alice')).toBe('$6$a$x'); // the first line of a user counts
-    expect(users.skippedLines).toEqual([2, 3, 4, 5, 6]);
-  });
-});
-
 describe('ProxyAuth', () => {
   let dir: string;
   let file: string;
   const warnings: string[] = [];
   const alice = { user: 'alice', password: 'first' };
-  const verify = vi.mocked(crypt.verifyPasswordSliced);
+  const verify = vi.mocked(htpasswd.verifyPasswordSliced);
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forward-proxy-passwd-'));

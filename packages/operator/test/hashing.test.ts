@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 import { describe, expect, it } from 'vitest';
 import { hashOffThread } from '../src/credentials/hashing.js';
 

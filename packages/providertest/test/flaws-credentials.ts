@@ -2,7 +2,7 @@
 // file, updateAuth) and a harness without the hook, each with the checks of the credentials
 // section it must fail.
 import type { OperationContext, ProxyAuth } from '@proxy-op/contract';
-import { parsePasswordFile } from '@proxy-op/forward-proxy';
+import { parsePasswordFile } from '@proxy-op/htpasswd';
 import { type MemoryId, MemoryImplementation } from '../src/reference/provider.js';
 import { type Flaw, label, variant, wrapped } from './flaws.js';
 

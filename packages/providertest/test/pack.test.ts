@@ -1,5 +1,6 @@
-// Peer: npm itself. Packs contract, keyedlock, egress, forward-proxy and providertest, installs the
-// tarballs into a project in the temp dir (dependencies from the registry or npm's cache), takes
+// Peer: npm itself. Packs exactly what the kit needs of this repo: contract, keyedlock, egress
+// (contract's own dependency), htpasswd and providertest; forward-proxy is not among them. Installs
+// the tarballs into a project in the temp dir (dependencies from the registry or npm's cache), takes
 // the example provider from the installed package (so the tarball must ship it), type-checks it,
 // runs the conformance suite there against it, and then against the same provider with defects
 // seeded one at a time (test/fixtures/outside-defects.ts), each of which must be caught.
@@ -21,7 +22,7 @@ beforeAll(async () => {
       here('../../contract'),
       here('../../keyedlock'),
       here('../../egress'),
-      here('../../forward-proxy'),
+      here('../../htpasswd'),
       here('..'),
     ],
     dependencies: {
@@ -47,6 +48,17 @@ afterAll(async () => {
 });
 
 describe('packed packages in a project outside the repo', () => {
+  it('are all the kit needs of this repo: no other @proxy-op package is installed', async () => {
+    const installed = await readdir(join(project.dir, 'node_modules/@proxy-op'));
+    expect(installed.sort()).toEqual([
+      'contract',
+      'egress',
+      'htpasswd',
+      'keyedlock',
+      'providertest',
+    ]);
+  });
+
   it('ship the README example provider, harness and test', () => {
     expect(shipped.sort()).toEqual([
       'acme-api.ts',

@@ -1,6 +1,6 @@
 // Peer: none (pure functions): the reference backend's simulated proxy, held to the order in
 // which the forward proxy and Squid's rendered rules judge a request.
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 import { describe, expect, it } from 'vitest';
 import { type ProxiedVm, proxyAnswer } from '../src/reference/proxy.js';
 

@@ -29,6 +29,7 @@ export { describeWithPeers, missingPeers, which } from './peer.js';
 export { type ProcessRun, runProcess } from './process.js';
 export {
   type AuthMatrixSetup,
+  AWKWARD_PASSWORDS,
   authMatrix,
   basicAuthorization,
   type Credential,
@@ -38,6 +39,7 @@ export {
   curlThroughProxy,
   expectedAuthMatrix,
   type LoopCounts,
+  NCSA_HELPER,
   nextSecond,
   type ProxyAddress,
   type RotationReport,

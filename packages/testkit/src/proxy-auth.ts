@@ -4,7 +4,8 @@
  * proxy URL), the matrix of answers a proxy with Basic authentication and
  * allowed sources must give, a loop of keep-alive clients that switches
  * credentials while it runs (for rotation under load), and the atomic
- * rewrite of a password file.
+ * rewrite of a password file; Squid's password helper and the passwords
+ * that need escaping.
  *
  * @module
  */
@@ -13,6 +14,21 @@ import { rename, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import { runProcess } from './process.js';
+
+/** Squid's helper for NCSA-style password files, as Debian's `squid` installs it. */
+export const NCSA_HELPER = '/usr/lib/squid/basic_ncsa_auth';
+
+/**
+ * The passwords every test of special characters uses: each needs escaping
+ * somewhere on its way (in a URL, the password file, the helper's protocol).
+ */
+export const AWKWARD_PASSWORDS: readonly string[] = [
+  'p$ss:w@rd %20 ünï',
+  '$6$notahash$',
+  'colon:at@percent%25',
+  ' leading and trailing spaces ',
+  'ключ-密码-🔑',
+];
 
 /** A user and password. */
 export interface Credential {

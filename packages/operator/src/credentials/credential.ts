@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 import { hashOffThread } from './hashing.js';
 
 /** One username and password. */

@@ -5,7 +5,7 @@
  * @module
  */
 import { parentPort } from 'node:worker_threads';
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 
 /** One line to hash. */
 export interface HashJob {

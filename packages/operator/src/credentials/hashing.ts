@@ -7,7 +7,7 @@
  * @module
  */
 import { Worker } from 'node:worker_threads';
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 import type { HashJob } from './hash-worker.js';
 
 let worker: Worker | undefined;

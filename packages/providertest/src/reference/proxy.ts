@@ -7,7 +7,7 @@
  * @module
  */
 import { compileEgressPolicy, type EgressPolicy, type RefusalRule } from '@proxy-op/egress';
-import { parsePasswordFile, verifyPassword } from '@proxy-op/forward-proxy';
+import { parsePasswordFile, verifyPassword } from '@proxy-op/htpasswd';
 
 /**
  * What the simulated proxy sees of a VM: whether it runs, and the password

@@ -6,7 +6,7 @@
  * @module
  */
 import { type CreateRequest, credentialRotationOf, type ProxyAuth } from '@proxy-op/contract';
-import { hashPassword } from '@proxy-op/forward-proxy';
+import { hashPassword } from '@proxy-op/htpasswd';
 import type { BackendHarness } from '../harness.js';
 import {
   abortWhileBlocked,

@@ -271,7 +271,8 @@ function matches(parsed: Parsed, hash: string, digest: string): boolean {
  * {@link verifyPassword} in slices of at most about `sliceMs` of CPU time,
  * the event loop handed back between them (`setImmediate`), so a check
  * that costs tens of milliseconds never holds other clients up for longer
- * than one slice.
+ * than one slice. Resolves with what {@link verifyPassword} returns for the
+ * same arguments; never rejects.
  */
 export function verifyPasswordSliced(
   password: string | Uint8Array,

@@ -5,9 +5,9 @@ import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AWKWARD_PASSWORDS, NCSA_HELPER } from '@proxy-op/testkit';
 import * as vitest from 'vitest';
-import { hashPassword, verifyPassword } from '../src/index.js';
-import { AWKWARD_PASSWORDS, NCSA_HELPER } from './auth-support.js';
+import { hashPassword, verifyPassword, verifyPasswordSliced } from '../src/index.js';
 import { CRYPT_VECTORS } from './fixtures/crypt-vectors.js';
 
 const { describe, expect, it } = vitest;
@@ -72,6 +72,30 @@ describe('SHA-crypt', () => {
   });
 });
 
+describe('verifyPasswordSliced', () => {
+  it('answers what verifyPassword answers, for every recorded setting and for bad hashes', async () => {
+    for (const [password, hash] of CRYPT_VECTORS) {
+      await expect(verifyPasswordSliced(password, hash), hash).resolves.toBe(true);
+      await expect(verifyPasswordSliced(`${password}x`, hash), hash).resolves.toBe(false);
+    }
+    await expect(verifyPasswordSliced('pw', '$1$salt$abcdefghijklmnopqrstuv')).resolves.toBe(false);
+    await expect(verifyPasswordSliced('pw', '')).resolves.toBe(false);
+  });
+
+  it('hands the event loop back between slices of a costly check', async () => {
+    const hash = hashPassword('slow', { salt: 'slices', rounds: 50_000 });
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    try {
+      await expect(verifyPasswordSliced('slow', hash, 1)).resolves.toBe(true);
+    } finally {
+      clearInterval(ticker);
+    }
+    // 50,000 rounds take tens of milliseconds; the timer ran between the slices.
+    expect(turns).toBeGreaterThan(1);
+  });
+});
+
 /** Asks the real helper about each `user password` pair, URL-escaped as Squid sends them. */
 async function askHelper(
   file: string,
@@ -108,7 +132,7 @@ describe.skipIf(helperMissing() && process.env.CI !== 'true')(
   'the real basic_ncsa_auth accepts the hashes',
   () => {
     it('accepts the right password and refuses a wrong one, for awkward passwords too', async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'forward-proxy-crypt-'));
+      const dir = await mkdtemp(join(tmpdir(), 'htpasswd-crypt-'));
       try {
         const users = AWKWARD_PASSWORDS.map((password, i) => [`user${i}`, password] as const);
         const file = join(dir, 'passwd');
