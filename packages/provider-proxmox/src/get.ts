@@ -11,7 +11,10 @@ import { formatId, type ProxmoxId } from './id.js';
 import { parseDescription } from './mark.js';
 import { isTaskLock, type Runtime, seedVolid } from './runtime.js';
 import type { VmConfig } from './seam.js';
-import { agentErrorState, agentState, mapStatus, withoutAgent } from './state.js';
+import { agentErrorState, agentState, mapStatus, NO_AGENT_REASON, withoutAgent } from './state.js';
+
+/** Get's warning for a VM of ours that can never report an address (its `reason` says why). */
+const NO_AGENT_MESSAGE = 'proxmox vm without guest agent can never report an address';
 
 /** A VM of the provider's as the listing and its config show it now. */
 export interface MarkedVm {
@@ -87,12 +90,11 @@ export async function getInstance(
   const state = mapStatus(st.status, st.qmpstatus);
   const noAgent = state === 'agent' ? withoutAgent(config, st) : undefined;
   if (noAgent !== undefined) {
-    // The agent call would answer "not running" forever, as for an agent still
-    // booting: this VM can never report an address, so it is replaced.
-    rt.log.debug(
-      { ...fields, agent: config.agent ?? 'none', reason: noAgent },
-      'proxmox vm without guest agent can never report an address',
-    );
+    // No agent call: it would answer "not configured" (no key) or "not running"
+    // forever (agent: 0, or no channel), the latter as for an agent still
+    // booting. This VM can never report an address, so it is replaced; Create
+    // always writes agent=1, so a person changed it, and is told why.
+    rt.log.warn({ ...fields, agent: config.agent ?? 'none', reason: noAgent }, NO_AGENT_MESSAGE);
     return { ...base, state: 'Stopped' };
   }
   if (state === 'Stopped' && st.status === 'stopped' && !seedAttached(rt, config, name)) {
@@ -101,6 +103,12 @@ export async function getInstance(
   }
   if (state !== 'agent') return { ...base, state };
   const agent = await agentAddress(rt, ctx, node, vmid);
+  if (agent.state === 'Stopped') {
+    rt.log.warn(
+      { ...fields, agent: config.agent ?? 'none', reason: NO_AGENT_REASON.keyGone },
+      NO_AGENT_MESSAGE,
+    );
+  }
   rt.log.trace({ ...fields, ip: agent.ip ?? '' }, 'proxmox agent answered');
   return agent.ip === undefined
     ? { ...base, state: agent.state }

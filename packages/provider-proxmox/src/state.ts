@@ -47,15 +47,33 @@ export function firstRoutableIPv4(
 }
 
 /**
+ * The reasons Get gives (its warning's `reason`) for a running VM that can
+ * never report an address, one per case. Create writes `agent=1` on every
+ * VM, so each means the VM was changed by hand after it was created.
+ */
+export const NO_AGENT_REASON = {
+  /** No `agent` key in the config: the agent API would answer "No QEMU guest agent configured". */
+  noKey: 'the config has no agent key',
+  /** `agent: 0` or `enabled=0`: the agent API would answer "QEMU guest agent is not running". */
+  off: 'the config switches the guest agent off (agent: 0)',
+  /** Enabled only after the start: QEMU has no agent channel, the agent API answers "not running". */
+  afterStart: 'the vm runs without the guest agent (enabled after its start)',
+  /** The VM stopped and its key removed between the reads: the agent call answered "not configured". */
+  keyGone: 'the agent call answers that the running config has no agent key',
+} as const;
+
+/**
  * Why a running VM can never report an address, or undefined when it can:
- * its config has no agent or switches it off (`agent: 0`, pending changes
- * included: from the next start on), or QEMU runs without the agent's
- * channel (status/current has no `agent` flag: the agent was switched on
- * only after the start, and a pending change waits for the next one).
+ * its config has no `agent` key, or switches the agent off (`agent: 0`;
+ * pending changes included: from the next start on), or QEMU runs without
+ * the agent's channel (status/current has no `agent` flag: the agent was
+ * switched on only after the start, and a pending change waits for the
+ * next one). Each case has its own {@link NO_AGENT_REASON}.
  */
 export function withoutAgent(config: VmConfig, st: VmStatus): string | undefined {
-  if (!agentEnabled(config.agent)) return 'the config has no guest agent';
-  if (st.agent !== 1) return 'the vm runs without the guest agent (enabled after its start)';
+  if (config.agent === undefined) return NO_AGENT_REASON.noKey;
+  if (!agentEnabled(config.agent)) return NO_AGENT_REASON.off;
+  if (st.agent !== 1) return NO_AGENT_REASON.afterStart;
   return undefined;
 }
 
@@ -70,8 +88,10 @@ export function agentState(ifaces: readonly AgentInterface[]): { state: State; i
 
 /**
  * The state a failed agent call gives: Provisioning while the agent is not
- * running (the guest boots, or has not installed it yet), Stopped when the
- * config no longer has an agent; undefined for any other failure, which
+ * running (the guest boots, or has not installed it yet: "QEMU guest agent
+ * is not running"), Stopped when the VM's running config has no `agent`
+ * key ("No QEMU guest agent configured", which qemu-server answers before
+ * it looks at whether the VM runs); undefined for any other failure, which
  * Get lets through (Transient).
  */
 export function agentErrorState(err: unknown): State | undefined {

@@ -4,6 +4,7 @@
 // provider's matchers and the double are all checked against it here.
 import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { createLogSink } from '@proxy-op/providertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readAnswer } from '../src/answers.js';
 import {
@@ -17,6 +18,7 @@ import {
 } from '../src/classify.js';
 import { HttpProxmoxApi } from '../src/client.js';
 import { ApiError } from '../src/errors.js';
+import { NO_AGENT_REASON } from '../src/state.js';
 import { captured, capturedNames, messageOf, render } from './support/answers.js';
 import {
   ANSWER_CLASSES,
@@ -24,6 +26,7 @@ import {
   errorOfAnswer,
   type ProxmoxFixture,
   TOKEN_LINE,
+  vmOf,
 } from './support/fixture.js';
 import { makePki } from './support/https-fake.js';
 import { fastTiming } from './support/pve-model.js';
@@ -432,6 +435,81 @@ describe('the double answers as kept', () => {
       }
       expect([name, 'agent' in (await flag())], name).toEqual([name, enabled]);
     }
+  });
+
+  it('Get over HTTPS: a VM restarted without its agent key and one with the agent off are both Stopped, each warned as its own case', async () => {
+    // Create writes agent=1. A person then stops the VM, removes the key or switches the agent
+    // off, and starts it again: the agent call answers the two apart (not configured; not
+    // running, as for an agent still booting). Get does not make that call, the config decides,
+    // and its warning names the case.
+    const logs = createLogSink();
+    const fx = await createProxmoxFixture(
+      { logger: logs.logger },
+      { nodes: ['pv1-1'], timing: fastTiming() },
+    );
+    fixtures.push(fx);
+    const m = fx.model;
+    const id = await fx.provider.create({
+      name: 'proxy-agent-cases',
+      namespace: 'default',
+      uid: '6c1d5f0e-2b7a-4c0e-9d43-00000000a9e1',
+      port: 3128,
+      cloudInit: new TextEncoder().encode('#cloud-config\n'),
+      placement: { machineType: 'small', image: 'debian-13' },
+    });
+    const vm = vmOf(m, id);
+    const vars = { node: vm.node, vmid: vm.vmid };
+    const base = `/api2/json/nodes/${vm.node}/qemu/${vm.vmid}`;
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const put = async (body: string) => {
+      const r = await raw(fx, 'PUT', `${base}/config`, { body, headers: form });
+      expect([r.status, body]).toEqual([200, body]);
+    };
+    const power = async (what: 'start' | 'stop') => {
+      expect((await raw(fx, 'POST', `${base}/status/${what}`)).status).toBe(200);
+      await m.settle();
+    };
+    const warnings = () =>
+      logs.lines
+        .filter((l) => l.level === 'warn')
+        .map((l) => [l.msg, l.fields.vmid, l.fields.agent, l.fields.reason]);
+    const message = 'proxmox vm without guest agent can never report an address';
+    const rows: [string, string, string, string, string][] = [
+      [
+        'no agent key',
+        'delete=agent',
+        'error-500-agent-not-configured',
+        'none',
+        NO_AGENT_REASON.noKey,
+      ],
+      ['agent: 0', 'agent=0', 'error-500-agent-not-running', '0', NO_AGENT_REASON.off],
+      [
+        'enabled=0 among other options',
+        `agent=${encodeURIComponent('enabled=0,fstrim_cloned_disks=1')}`,
+        'error-500-agent-not-running',
+        'enabled=0,fstrim_cloned_disks=1',
+        NO_AGENT_REASON.off,
+      ],
+    ];
+    expect((await fx.provider.get(id)).state).toBe('Running');
+    const want: unknown[] = [];
+    for (const [name, body, answer, agent, reason] of rows) {
+      await power('stop');
+      await put(body);
+      await power('start');
+      expectKept(await raw(fx, 'GET', `${base}/agent/network-get-interfaces`), answer, vars);
+      const calls = m.calls.length;
+      expect([name, (await fx.provider.get(id)).state]).toEqual([name, 'Stopped']);
+      expect(m.calls.slice(calls), name).not.toContain('agentNetworkInterfaces');
+      want.push([message, vm.vmid, agent, reason]);
+      expect(warnings(), name).toEqual(want);
+    }
+    // The agent on again from the next start: Running, and no further warning.
+    await put('agent=1');
+    await power('stop');
+    await power('start');
+    expect((await fx.provider.get(id)).state).toBe('Running');
+    expect(warnings()).toEqual(want);
   });
 
   it('the uploads pveproxy refuses', async () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.js';
 import { formatId } from '../src/id.js';
 import { API_METHODS, decorateApi } from '../src/seam.js';
+import { NO_AGENT_REASON } from '../src/state.js';
 import { vmidFor } from '../src/vmid.js';
 import {
   createProxmoxFixture,
@@ -547,6 +548,32 @@ describe('Get', () => {
     expect(errorClassOf(await failure(p.get(id)))).toBe('Transient');
   });
 
+  it("Get: the agent call's own answers, not running (Provisioning, quiet) and not configured (Stopped, warned)", async () => {
+    // Get makes the agent call only when the config and status/current say the agent is on;
+    // the VM stopped and its key removed between those reads and the call is the one way to
+    // meet "No QEMU guest agent configured" there (qemu-server checks the key first).
+    const { p, m, logs, api } = await setup();
+    const id = await p.create(request());
+    const vm = vmOf(m, id);
+    const warnings = () => logs.lines.filter((l) => l.level === 'warn');
+    api!.failNext.set('agentNetworkInterfaces', errorOfAnswer('error-500-agent-not-running'));
+    expect((await p.get(id)).state).toBe('Provisioning');
+    expect(warnings()).toEqual([]);
+    api!.failNext.set('agentNetworkInterfaces', errorOfAnswer('error-500-agent-not-configured'));
+    expect((await p.get(id)).state).toBe('Stopped');
+    expect(warnings().map((l) => [l.msg, l.fields.vmid, l.fields.reason])).toEqual([
+      [
+        'proxmox vm without guest agent can never report an address',
+        vm.vmid,
+        NO_AGENT_REASON.keyGone,
+      ],
+    ]);
+    // The agent answering again: Running, and no further warning.
+    const got = await p.get(id);
+    expect([got.state, got.ip]).toEqual(['Running', vm.ip]);
+    expect(warnings()).toHaveLength(1);
+  });
+
   /** A VM of ours, stopped, given `agent: 0` and started again: QEMU runs without the agent's channel. */
   async function startedWithAgentOff() {
     const fx = await setup();
@@ -589,9 +616,13 @@ describe('Get', () => {
     expect((await p.get(id)).state).toBe('Stopped');
     expect(m.calls.slice(before)).not.toContain('agentNetworkInterfaces');
     expect(
-      logs.lines.find((l) => l.msg === 'proxmox vm without guest agent can never report an address')
-        ?.fields,
-    ).toMatchObject({ vmid: vm.vmid, reason: expect.stringContaining('enabled after its start') });
+      logs.lines.find(
+        (l) => l.msg === 'proxmox vm without guest agent can never report an address',
+      ),
+    ).toMatchObject({
+      level: 'warn',
+      fields: { vmid: vm.vmid, agent: '1', reason: NO_AGENT_REASON.afterStart },
+    });
     // Restarted, it runs with the agent, which answers: Running again.
     await restart();
     expect((await api.vmStatus(ref)).agent).toBe(1);

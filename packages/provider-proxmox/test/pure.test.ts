@@ -15,6 +15,7 @@ import {
   agentState,
   firstRoutableIPv4,
   mapStatus,
+  NO_AGENT_REASON,
   withoutAgent,
 } from '../src/state.js';
 import { fnv1a64, vmidFor } from '../src/vmid.js';
@@ -167,15 +168,20 @@ describe('state mapping', () => {
     expect(agentErrorState(new Error('QEMU guest agent is not running'))).toBeUndefined();
   });
 
-  it('withoutAgent: no agent in the config, or QEMU without its channel', () => {
+  it('withoutAgent: no agent key, the agent off, or QEMU without its channel, each its own reason', () => {
     const st = (agent?: number) => ({ status: 'running', qmpstatus: 'running', agent });
     expect(withoutAgent({ agent: '1' }, st(1))).toBeUndefined();
     expect(withoutAgent({ agent: 'enabled=1,fstrim_cloned_disks=1' }, st(1))).toBeUndefined();
-    expect(withoutAgent({}, st(1))).toBe('the config has no guest agent');
-    expect(withoutAgent({ agent: '0' }, st(1))).toBe('the config has no guest agent');
-    expect(withoutAgent({ agent: '1' }, st())).toBe(
-      'the vm runs without the guest agent (enabled after its start)',
+    // The key missing is not the agent off: qemu-server answers the two apart.
+    expect(withoutAgent({}, st(1))).toBe(NO_AGENT_REASON.noKey);
+    expect(withoutAgent({}, st())).toBe(NO_AGENT_REASON.noKey);
+    expect(withoutAgent({ agent: '0' }, st(1))).toBe(NO_AGENT_REASON.off);
+    expect(withoutAgent({ agent: '0' }, st())).toBe(NO_AGENT_REASON.off);
+    expect(withoutAgent({ agent: 'enabled=0,fstrim_cloned_disks=1' }, st(1))).toBe(
+      NO_AGENT_REASON.off,
     );
+    expect(withoutAgent({ agent: '1' }, st())).toBe(NO_AGENT_REASON.afterStart);
+    expect(new Set(Object.values(NO_AGENT_REASON)).size).toBe(4);
   });
 });
 
