@@ -25,6 +25,8 @@ export interface InstanceView {
   }[];
   /** Network tags. */
   readonly tags: readonly string[];
+  /** `SPOT` or `STANDARD` (the API's default when it says nothing). */
+  readonly provisioningModel: string;
 }
 
 /** One error of a failed operation. */
@@ -111,6 +113,10 @@ export function instanceView(x: unknown, zone: string | undefined, what: string)
       return { networkIP: str(nic.networkIP), natIP: str(first?.natIP) };
     }),
     tags: Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [],
+    provisioningModel:
+      str(
+        (i.scheduling as { provisioningModel?: unknown } | null | undefined)?.provisioningModel,
+      ) ?? 'STANDARD',
   };
 }
 

@@ -44,8 +44,9 @@ function subnetworkPath(config: GcpConfig, zone: string): string | undefined {
  * The instance resource to insert: one interface (with an ephemeral
  * external address unless `addressMode` is `internal`), one boot disk from
  * the image that goes with the instance (`autoDelete`), the mark as labels
- * on the instance and its disk, the network tag (and the rule's tag), and
- * the cloud-init document as `user-data` metadata.
+ * on the instance and its disk, the network tag (and the rule's tag), the
+ * cloud-init document as `user-data` metadata, and Spot scheduling when
+ * configured.
  */
 export function buildInsertBody(config: GcpConfig, x: InsertInputs): InstanceBody {
   const labels = markLabels({ uid: x.uid, installation: x.installation });
@@ -78,6 +79,17 @@ export function buildInsertBody(config: GcpConfig, x: InsertInputs): InstanceBod
       },
     ],
     networkInterfaces: [nic],
+    // A Spot instance can neither restart by itself nor live-migrate.
+    ...(config.scheduling.provisioningModel === 'SPOT'
+      ? {
+          scheduling: {
+            provisioningModel: 'SPOT' as const,
+            instanceTerminationAction: config.scheduling.instanceTerminationAction,
+            automaticRestart: false as const,
+            onHostMaintenance: 'TERMINATE' as const,
+          },
+        }
+      : {}),
   };
 }
 

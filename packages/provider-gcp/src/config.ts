@@ -24,6 +24,18 @@ export interface GcpFirewall {
   readonly priority: number;
 }
 
+/**
+ * How instances are provisioned: `STANDARD`, or `SPOT` (cheaper, and
+ * Compute Engine may take them back at any time, by stopping or deleting
+ * them as `instanceTerminationAction` says).
+ */
+export interface GcpScheduling {
+  /** `STANDARD` (the default) or `SPOT`. */
+  readonly provisioningModel: 'STANDARD' | 'SPOT';
+  /** What Compute Engine does to a Spot instance it takes back: `STOP` (the default) or `DELETE`. */
+  readonly instanceTerminationAction: 'STOP' | 'DELETE';
+}
+
 /** The `gcp` provider's config block after defaults. */
 export interface GcpConfig {
   /** The project the instances live in (required). */
@@ -52,6 +64,8 @@ export interface GcpConfig {
   readonly addressMode: 'external' | 'internal';
   /** The opt-in firewall rule. */
   readonly firewall: GcpFirewall;
+  /** Standard or Spot instances. */
+  readonly scheduling: GcpScheduling;
   /** The Compute API endpoint (default `https://compute.googleapis.com`). */
   readonly endpoint: string;
   /** A service-account key file; unset: Application Default Credentials. */
@@ -96,6 +110,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
     sourceRanges: Object.freeze([] as const),
     priority: 1000,
   }),
+  scheduling: Object.freeze({ provisioningModel: 'STANDARD', instanceTerminationAction: 'STOP' }),
   endpoint: 'https://compute.googleapis.com',
   timeouts: Object.freeze({ readMs: 30_000, writeMs: 60_000 }),
   logPayloads: false,
@@ -127,6 +142,7 @@ const FIELDS = [
   'diskType',
   'addressMode',
   'firewall',
+  'scheduling',
   'endpoint',
   'credentialsFile',
   'timeouts',
@@ -180,6 +196,45 @@ function endpointProblem(v: unknown): string | undefined {
   }
   if (url.username !== '' || url.password !== '') return 'must not carry credentials';
   return undefined;
+}
+
+/** The `scheduling` block, defaulted field by field; problems go to `bad`. */
+function schedulingOf(
+  v: unknown,
+  bad: (path: (string | number)[], message: string) => void,
+): GcpScheduling {
+  const d = CONFIG_DEFAULTS.scheduling;
+  if (v === undefined) return d;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    bad(['scheduling'], 'must be an object with provisioningModel and instanceTerminationAction');
+    return d;
+  }
+  const s = v as Record<string, unknown>;
+  for (const key of Object.keys(s)) {
+    if (key !== 'provisioningModel' && key !== 'instanceTerminationAction') {
+      bad(
+        ['scheduling', key],
+        'unknown field; expected provisioningModel, instanceTerminationAction',
+      );
+    }
+  }
+  const model = s.provisioningModel ?? d.provisioningModel;
+  if (model !== 'STANDARD' && model !== 'SPOT') {
+    bad(['scheduling', 'provisioningModel'], 'must be "STANDARD" or "SPOT"');
+  }
+  const action = s.instanceTerminationAction ?? d.instanceTerminationAction;
+  if (action !== 'STOP' && action !== 'DELETE') {
+    bad(['scheduling', 'instanceTerminationAction'], 'must be "STOP" or "DELETE"');
+  } else if (model === 'STANDARD' && s.instanceTerminationAction !== undefined) {
+    bad(
+      ['scheduling', 'instanceTerminationAction'],
+      'applies to Spot instances only; set provisioningModel to "SPOT" or leave it out',
+    );
+  }
+  return {
+    provisioningModel: model === 'SPOT' ? 'SPOT' : 'STANDARD',
+    instanceTerminationAction: action === 'DELETE' ? 'DELETE' : 'STOP',
+  };
 }
 
 /** The `gcp` provider's config schema: `project` and `zones` required, every other field defaulted. */
@@ -339,6 +394,8 @@ export const configSchema: ConfigSchema<GcpConfig> = {
         }
       }
 
+      const scheduling = schedulingOf(o.scheduling, bad);
+
       let endpoint: string = CONFIG_DEFAULTS.endpoint;
       if (o.endpoint !== undefined) {
         const problem = endpointProblem(o.endpoint);
@@ -397,6 +454,7 @@ export const configSchema: ConfigSchema<GcpConfig> = {
           diskType,
           addressMode,
           firewall,
+          scheduling,
           endpoint,
           credentialsFile,
           timeouts,

@@ -1,6 +1,7 @@
 /**
  * Get: the instance, or why there is none. One call (`instances.get`) when
- * the instance exists; when it does not, a second one reads its insert
+ * the instance exists (two for a Spot instance that is down: its operations
+ * say whether Compute Engine took it back); when it does not, a second one reads its insert
  * operations, so an insert the API accepted and then failed (quota, a
  * missing image) is reported with the API's reason and its class instead of
  * NotFound, and an insert still running is Transient.
@@ -8,12 +9,12 @@
  * @module
  */
 import type { Instance, OperationContext, ProviderError } from '@proxy-op/contract';
-import type { OperationView } from './answers.js';
+import type { InstanceView, OperationView } from './answers.js';
 import { operationErrorClass } from './classify.js';
 import { formatId, type GcpId, instanceLink } from './id.js';
 import { readMark } from './labels.js';
 import type { Runtime } from './runtime.js';
-import { addressOf, mapState } from './state.js';
+import { addressOf, isDownSpot, locationOf, PREEMPTED_OPERATION, stateOf } from './state.js';
 
 /** Reads the instance back from the API. */
 export async function getInstance(
@@ -26,7 +27,7 @@ export async function getInstance(
   const mark = readMark(inst.labels, inst.creationTimestamp);
   if (mark === undefined) throw ctx.notFound(`instance ${id.name} is not managed by proxy-op`);
   const address = addressOf(inst, rt.config.addressMode);
-  const state = mapState(inst.status, address);
+  const state = stateOf(inst, address, await wasPreempted(rt, inst, ctx));
   const ip = state === 'Running' ? address : undefined;
   rt.log.trace({ name: id.name, status: inst.status, state, ip }, 'gcp instance read');
   return {
@@ -36,7 +37,23 @@ export async function getInstance(
     state,
     ip,
     installation: mark.installation,
+    location: locationOf(id.zone),
   };
+}
+
+/**
+ * Whether Compute Engine took the instance back: asked of its operations
+ * only for a Spot instance that is down (one call), false for any other.
+ */
+export async function wasPreempted(
+  rt: Runtime,
+  inst: InstanceView,
+  ctx: OperationContext,
+): Promise<boolean> {
+  if (!isDownSpot(inst)) return false;
+  const link = instanceLink(rt.config.project, { zone: inst.zone, name: inst.name });
+  const ops = await rt.seam.listInstanceOperations(inst.zone, link, ctx.signal);
+  return ops.some((op) => op.operationType === PREEMPTED_OPERATION);
 }
 
 /**

@@ -31,6 +31,10 @@ export const profile: Profile = Object.freeze({
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'integration-env',
+  // Per second, with a one-minute minimum; the price per hour is the operator's to configure.
+  billing: Object.freeze({ period: 'second', minimumSeconds: 60 } as const),
+  preemption: 'possible',
+  ipv6Egress: 'none',
 });
 
 /** The `gcp` provider module (type `gcp`). Build a provider with `createProvider(providerModule, name, config, deps)`. */

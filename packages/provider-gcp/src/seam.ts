@@ -48,6 +48,15 @@ export interface InstanceBody {
       | readonly { readonly name: string; readonly type: 'ONE_TO_ONE_NAT' }[]
       | undefined;
   }[];
+  /** Set for Spot instances only (Standard ones take the API's defaults). */
+  readonly scheduling?:
+    | {
+        readonly provisioningModel: 'SPOT';
+        readonly instanceTerminationAction: 'STOP' | 'DELETE';
+        readonly automaticRestart: false;
+        readonly onHostMaintenance: 'TERMINATE';
+      }
+    | undefined;
 }
 
 /** The body of a firewall rule insert. */

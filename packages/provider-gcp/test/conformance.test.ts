@@ -10,7 +10,10 @@ vitest.beforeAll(warmSdk, WARM_MS);
 
 describeProviderConformance({
   vitest,
-  factory: (deps) => createGcpFixture(deps),
+  // Spot instances, so that the backend can take one back (the preemption checks); every
+  // other check holds for them as for Standard ones.
+  factory: (deps) =>
+    createGcpFixture(deps, { config: { scheduling: { provisioningModel: 'SPOT' } } }),
   profile,
   checker: true,
   timeoutMs: 120_000,

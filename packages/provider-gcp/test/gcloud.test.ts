@@ -221,4 +221,59 @@ describeWithPeers(vitest, 'gcloud against the Compute API double', ['gcloud'], (
       "QUOTA_EXCEEDED: Quota 'CPUS' exceeded.  Limit: 8.0 in region us-central1.",
     );
   });
+  it('a Spot instance gcloud made, taken back: gcloud lists the preemption, the provider reads Preempted', async () => {
+    const r = await gcloud(
+      'compute',
+      'instances',
+      'create',
+      'vm-spot',
+      `--zone=${zone}`,
+      '--machine-type=e2-small',
+      '--image-family=ubuntu-2404-lts-amd64',
+      '--image-project=ubuntu-os-cloud',
+      '--provisioning-model=SPOT',
+      '--instance-termination-action=STOP',
+      '--labels=proxy-operator-managed=true,proxy-operator-uid=uid-spot',
+      '--format=json',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const d = await gcloud(
+      'compute',
+      'instances',
+      'describe',
+      'vm-spot',
+      `--zone=${zone}`,
+      '--format=json(scheduling)',
+    );
+    expect(d.code, d.stderr).toBe(0);
+    // What gcloud asks for a Spot instance, as the double keeps it.
+    expect(JSON.parse(d.stdout).scheduling).toEqual({
+      automaticRestart: false,
+      instanceTerminationAction: 'STOP',
+      onHostMaintenance: 'TERMINATE',
+      preemptible: false,
+      provisioningModel: 'SPOT',
+    });
+    const id = `zones/${zone}/instances/vm-spot`;
+    expect((await provider.get(id)).state).toBe('Running');
+    double.preempt(`${zone}/vm-spot`);
+    const ops = await gcloud(
+      'compute',
+      'operations',
+      'list',
+      '--filter=operationType=compute.instances.preempted',
+      '--format=value(targetLink.basename(),status)',
+    );
+    expect(ops.code, ops.stderr).toBe(0);
+    expect(ops.requests).toEqual([
+      `GET /compute/v1/projects/${double.project}/aggregated/operations`,
+    ]);
+    expect(ops.stdout.trim()).toBe('vm-spot\tDONE');
+    const got = await provider.get(id);
+    expect(got.state).toBe('Preempted');
+    expect(got.location).toEqual({ region: 'us-central1', zone, country: 'US' });
+    const listed = (await provider.listByTag()).find((i) => i.id === id);
+    expect(listed?.state).toBe('Preempted');
+    await provider.delete(id);
+  });
 });

@@ -671,3 +671,41 @@ describe('credentials', () => {
     }
   });
 });
+
+describe('Spot instances', () => {
+  it('taken back with the DELETE action: Preempted while Compute Engine stops it, then NotFound', async () => {
+    const fx = await createGcpFixture(
+      {},
+      {
+        config: {
+          firewall: { enabled: false },
+          scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE' },
+        },
+        double: { opMs: 300 },
+      },
+    );
+    try {
+      const req = request();
+      const id = await fx.provider.create(req);
+      fx.double.settle();
+      const key = `${zone}/${req.name}`;
+      const inst = fx.double.instances.get(key) as { scheduling: Record<string, unknown> };
+      expect(inst.scheduling).toMatchObject({
+        provisioningModel: 'SPOT',
+        instanceTerminationAction: 'DELETE',
+      });
+      expect((await fx.provider.get(id)).state).toBe('Running');
+      fx.double.preempt(key);
+      const taken = await fx.provider.get(id);
+      expect(taken.state).toBe('Preempted');
+      expect(taken.ip).toBeUndefined();
+      expect(taken.location).toEqual({ region: 'us-central1', zone, country: 'US' });
+      await expect.poll(() => fx.provider.get(id).catch(isNotFound), { timeout: 5000 }).toBe(true);
+      // A Standard instance is never taken back.
+      fx.double.plantInstance(zone, 'standard-1', { status: 'RUNNING', natIP: '198.51.100.20' });
+      expect(() => fx.double.preempt(`${zone}/standard-1`)).toThrow(/Spot ones only/);
+    } finally {
+      await fx.cleanup?.();
+    }
+  });
+});

@@ -1,7 +1,7 @@
 // Peer: none; the pure parts of the provider (config, IDs, labels, state, builders, error
 // translation) on their own.
 import { type AddressInfo, createServer } from 'node:net';
-import { ConfigError, createProvider, validateConfig } from '@proxy-op/contract';
+import { ConfigError, createProvider, locationProblems, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { instanceView } from '../src/answers.js';
 import { buildFirewallBody, buildInsertBody, firewallMark, firewallName } from '../src/build.js';
@@ -16,8 +16,9 @@ import {
   providerModule,
 } from '../src/index.js';
 import { labelValueProblem, markLabels } from '../src/labels.js';
+import { REGION_COUNTRY } from '../src/regions.js';
 import { elideUserData, seamFields } from '../src/seam.js';
-import { addressOf, mapState } from '../src/state.js';
+import { addressOf, isDownSpot, locationOf, mapState, stateOf } from '../src/state.js';
 import { translate } from '../src/translate.js';
 
 const config = async (block: Record<string, unknown>): Promise<GcpConfig> =>
@@ -45,11 +46,12 @@ describe('config', () => {
       firewall: { enabled: 'yes', sourceRanges: ['0.0.0.0/33'], extra: 1 },
       endpoint: 'https://compute.googleapis.com/compute/v1/',
       timeouts: { readMs: 0 },
+      scheduling: { provisioningModel: 'spot', instanceTerminationAction: 'KEEP', extra: 1 },
       colour: 'blue',
     }).catch((e) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).problems).toEqual([
-      'gcp.colour: unknown field; expected one of project, zones, machineTypes, images, network, subnetwork, networkTag, diskSizeGb, diskType, addressMode, firewall, endpoint, credentialsFile, timeouts, logPayloads',
+      'gcp.colour: unknown field; expected one of project, zones, machineTypes, images, network, subnetwork, networkTag, diskSizeGb, diskType, addressMode, firewall, scheduling, endpoint, credentialsFile, timeouts, logPayloads',
       'gcp.project: is required',
       'gcp.zones[0]: "us-central1" is not a zone name (us-central1-a)',
       'gcp.zones[2]: "us-central1-a" is listed twice',
@@ -59,8 +61,34 @@ describe('config', () => {
       'gcp.firewall.extra: unknown field; expected enabled, sourceRanges, priority',
       'gcp.firewall.enabled: must be a boolean',
       'gcp.firewall.sourceRanges[0]: "0.0.0.0/33" has a prefix length that is not 0 to 32',
+      'gcp.scheduling.extra: unknown field; expected provisioningModel, instanceTerminationAction',
+      'gcp.scheduling.provisioningModel: must be "STANDARD" or "SPOT"',
+      'gcp.scheduling.instanceTerminationAction: must be "STOP" or "DELETE"',
       'gcp.endpoint: "https://compute.googleapis.com/compute/v1/" must have no path, query or fragment (the client adds /compute/v1/)',
       'gcp.timeouts.readMs: must be a whole number of milliseconds above zero',
+    ]);
+  });
+
+  it('provisions Standard instances unless Spot is asked for, and stops taken-back Spot ones by default', async () => {
+    const base = { project: 'proxies-1', zones: ['europe-west3-a'] };
+    expect((await config(base)).scheduling).toEqual({
+      provisioningModel: 'STANDARD',
+      instanceTerminationAction: 'STOP',
+    });
+    expect(
+      (await config({ ...base, scheduling: { provisioningModel: 'SPOT' } })).scheduling,
+    ).toEqual({ provisioningModel: 'SPOT', instanceTerminationAction: 'STOP' });
+    const del = await config({
+      ...base,
+      scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE' },
+    });
+    expect(del.scheduling.instanceTerminationAction).toBe('DELETE');
+    const err = await config({
+      ...base,
+      scheduling: { instanceTerminationAction: 'DELETE' },
+    }).catch((e) => e);
+    expect((err as ConfigError).problems).toEqual([
+      'gcp.scheduling.instanceTerminationAction: applies to Spot instances only; set provisioningModel to "SPOT" or leave it out',
     ]);
   });
 
@@ -188,6 +216,47 @@ describe('state and addresses', () => {
     ).toBeUndefined();
   });
 
+  it('reads a Spot instance that is down as Preempted only when Compute Engine took it back', () => {
+    const spot = instanceView(
+      { name: 'p', status: 'TERMINATED', scheduling: { provisioningModel: 'SPOT' } },
+      'us-central1-a',
+      'test',
+    );
+    expect(spot.provisioningModel).toBe('SPOT');
+    expect(isDownSpot(spot)).toBe(true);
+    expect(stateOf(spot, undefined, true)).toBe('Preempted');
+    expect(stateOf(spot, undefined, false), 'stopped by someone else').toBe('Terminated');
+    expect(stateOf({ ...spot, status: 'STOPPING' }, undefined, true)).toBe('Preempted');
+    expect(stateOf({ ...spot, status: 'RUNNING' }, '34.1.2.3', true), 'running again').toBe(
+      'Running',
+    );
+    const standard = instanceView({ name: 'p', status: 'TERMINATED' }, 'us-central1-a', 'test');
+    expect(standard.provisioningModel).toBe('STANDARD');
+    expect(isDownSpot(standard)).toBe(false);
+    expect(stateOf(standard, undefined, true)).toBe('Terminated');
+  });
+
+  it("places an instance in its zone, the zone's region and the region's country", () => {
+    expect(locationOf('europe-west3-c')).toEqual({
+      region: 'europe-west3',
+      zone: 'europe-west3-c',
+      country: 'DE',
+    });
+    expect(locationOf('us-central1-a')).toEqual({
+      region: 'us-central1',
+      zone: 'us-central1-a',
+      country: 'US',
+    });
+    expect(locationOf('mars-north1-a'), 'a region not in the table').toEqual({
+      region: 'mars-north1',
+      zone: 'mars-north1-a',
+    });
+    for (const [region, country] of Object.entries(REGION_COUNTRY)) {
+      expect(locationProblems(locationOf(`${region}-a`)), region).toEqual([]);
+      expect(country).toMatch(/^[A-Z]{2}$/);
+    }
+  });
+
   it('refuses an answer that is not an instance', () => {
     expect(() => instanceView({}, 'z', 'instances.get')).toThrow(TypeError);
     expect(() =>
@@ -259,6 +328,24 @@ describe('builders', () => {
       },
     );
     expect(internal.networkInterfaces[0]?.accessConfigs).toBeUndefined();
+    expect(internal.scheduling, 'a Standard instance takes the API defaults').toBeUndefined();
+    const spot = buildInsertBody(
+      { ...c, scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE' } },
+      {
+        id: { zone: 'us-central1-a', name: 'p' },
+        uid: '',
+        installation: 'default',
+        machineType: 'e2-small',
+        image: UBUNTU_2404,
+        userData: '',
+      },
+    );
+    expect(spot.scheduling).toEqual({
+      provisioningModel: 'SPOT',
+      instanceTerminationAction: 'DELETE',
+      automaticRestart: false,
+      onHostMaintenance: 'TERMINATE',
+    });
   });
 
   it('the firewall rule: a stable name per zone and instance, its mark in the description', async () => {

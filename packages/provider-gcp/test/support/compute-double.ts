@@ -22,6 +22,29 @@ const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
 const MAX_METADATA_VALUE = 262144;
 
 /** An API error: status, `errors[0].reason`, message, and optionally the body's `status`. */
+/**
+ * An instance's `scheduling` as the API reports it: a Standard instance's
+ * defaults, or a Spot one's as asked (the termination action STOP when the
+ * request names none, as the API defaults it).
+ */
+function schedulingOf(asked: Json | undefined): Json {
+  if (asked?.provisioningModel !== 'SPOT') {
+    return {
+      onHostMaintenance: 'MIGRATE',
+      automaticRestart: true,
+      preemptible: false,
+      provisioningModel: 'STANDARD',
+    };
+  }
+  return {
+    onHostMaintenance: asked.onHostMaintenance ?? 'TERMINATE',
+    automaticRestart: asked.automaticRestart ?? false,
+    preemptible: false,
+    provisioningModel: 'SPOT',
+    instanceTerminationAction: asked.instanceTerminationAction ?? 'STOP',
+  };
+}
+
 export class ApiError extends Error {
   constructor(
     readonly httpStatus: number,
@@ -366,6 +389,37 @@ export class ComputeDouble {
     return () => this.#finish(op);
   }
 
+  /**
+   * Takes a Spot instance back, as Compute Engine does: records a DONE
+   * `compute.instances.preempted` operation on it, releases its ephemeral
+   * external address and sets it STOPPING; once an operation's time has
+   * passed it is TERMINATED (termination action STOP) or gone with its
+   * disks (DELETE). A Standard instance is never taken back: refused.
+   */
+  preempt(key: string): void {
+    const inst = this.instances.get(key);
+    if (inst === undefined) throw new Error(`double: no instance ${key}`);
+    const sched = inst.scheduling as Json;
+    if (sched.provisioningModel !== 'SPOT') {
+      throw new Error(
+        `double: ${key} is a Standard instance; Compute Engine takes back Spot ones only`,
+      );
+    }
+    const [zone] = key.split('/') as [string];
+    const op = this.#startOp(`zones/${zone}`, 'compute.instances.preempted', inst, undefined);
+    this.#finish(op);
+    inst.status = 'STOPPING';
+    this.#setNat(inst, undefined);
+    const done = setTimeout(() => {
+      if (this.instances.get(key) !== inst || inst.status !== 'STOPPING') return;
+      if (sched.instanceTerminationAction === 'DELETE') {
+        this.instances.delete(key);
+        this.#dropDisks(inst);
+      } else inst.status = 'TERMINATED';
+    }, this.opMs);
+    done.unref();
+  }
+
   /** Sets the external NAT address (or removes it). */
   setNat(inst: Json, ip: string | undefined): void {
     this.#setNat(inst, ip);
@@ -554,7 +608,10 @@ export class ComputeDouble {
     }
     if (match('GET', /^\/aggregated\/instances$/)) {
       this.#need('compute.instances.list', p);
-      return ok(this.#aggregated(q));
+      return ok(this.#aggregated(q, 'instances'));
+    }
+    if (match('GET', /^\/aggregated\/operations$/)) {
+      return ok(this.#aggregated(q, 'operations'));
     }
     if (match('GET', /^\/zones\/([^/]+)\/instances$/)) {
       this.#need('compute.instances.list', p);
@@ -856,12 +913,7 @@ export class ComputeDouble {
           : { items: (body.metadata as Json).items }),
       },
       selfLink: `${SELF_LINK_BASE}${p}/zones/${zone}/instances/${name}`,
-      scheduling: {
-        onHostMaintenance: 'MIGRATE',
-        automaticRestart: true,
-        preemptible: false,
-        provisioningModel: 'STANDARD',
-      },
+      scheduling: schedulingOf(body.scheduling as Json | undefined),
       cpuPlatform: 'Unknown CPU Platform',
       ...(Object.keys(labels).length > 0 ? { labels } : {}),
       labelFingerprint: fingerprint(),
@@ -1270,12 +1322,13 @@ export class ComputeDouble {
   }
 
   /**
-   * `aggregated/instances`: instances in zone then name order, `maxResults` per page; every
-   * zone appears on every page, with its instances on this page or a NO_RESULTS_ON_PAGE
-   * warning. An unreachable zone is an UNREACHABLE warning (and listed in `unreachables`) with
-   * `returnPartialSuccess`, and fails the request without it.
+   * `aggregated/instances` and `aggregated/operations`: resources in scope then name order,
+   * `maxResults` per page; every zone (and, for operations, `global`) appears on every page,
+   * with its resources on this page or a NO_RESULTS_ON_PAGE warning. An unreachable zone is an
+   * UNREACHABLE warning (and listed in `unreachables`) with `returnPartialSuccess`, and fails
+   * the request without it.
    */
-  #aggregated(q: URLSearchParams): Json {
+  #aggregated(q: URLSearchParams, field: 'instances' | 'operations'): Json {
     const pred = this.#filter(q);
     const partial =
       q.get('returnPartialSuccess') === 'true' || q.get('returnPartialSuccess') === 'True';
@@ -1289,18 +1342,22 @@ export class ComputeDouble {
       e.extraError = { status: 'UNAVAILABLE' };
       throw e;
     }
-    const matches = [...this.instances.entries()]
-      .filter(([k]) => !this.isolated.has(k.split('/')[0] as string))
-      .filter(([, v]) => pred(v))
-      .sort(([a], [b]) => a.localeCompare(b));
+    const all: [scope: string, key: string, json: Json][] =
+      field === 'instances'
+        ? [...this.instances.entries()].map(([k, v]) => [`zones/${k.split('/')[0]}`, k, v])
+        : [...this.operations.entries()].map(([k, o]) => [o.scope, k, o.json]);
+    const matches = all
+      .filter(([scope]) => !this.isolated.has(scope.replace(/^zones\//, '')))
+      .filter(([, , v]) => pred(v))
+      .sort(([, a], [, b]) => a.localeCompare(b));
     const size = this.#pageSize(q);
     const from = this.#offset(q);
     const page = matches.slice(from, from + size);
     const items: Json = {};
-    for (const zone of this.zones) {
-      const scope = `zones/${zone}`;
-      const here = page.filter(([k]) => k.startsWith(`${zone}/`)).map(([, v]) => v);
-      if (this.isolated.has(zone)) {
+    const scopes = this.zones.map((z) => `zones/${z}`);
+    for (const scope of field === 'operations' ? ['global', ...scopes] : scopes) {
+      const here = page.filter(([s]) => s === scope).map(([, , v]) => v);
+      if (this.isolated.has(scope.replace(/^zones\//, ''))) {
         items[scope] = {
           warning: {
             code: 'UNREACHABLE',
@@ -1309,7 +1366,7 @@ export class ComputeDouble {
           },
         };
       } else if (here.length > 0) {
-        items[scope] = { instances: here };
+        items[scope] = { [field]: here };
       } else {
         items[scope] = {
           warning: {
@@ -1324,12 +1381,13 @@ export class ComputeDouble {
       from + size < matches.length
         ? Buffer.from(`page:${from + size}`).toString('base64url')
         : undefined;
+    const kind = field === 'instances' ? 'instanceAggregatedList' : 'operationAggregatedList';
     return {
-      kind: 'compute#instanceAggregatedList',
-      id: `projects/${this.project}/aggregated/instances`,
+      kind: `compute#${kind}`,
+      id: `projects/${this.project}/aggregated/${field}`,
       items,
       ...(next === undefined ? {} : { nextPageToken: next }),
-      selfLink: `${SELF_LINK_BASE}projects/${this.project}/aggregated/instances`,
+      selfLink: `${SELF_LINK_BASE}projects/${this.project}/aggregated/${field}`,
       ...(down.length > 0 ? { unreachables: down.map((z) => `zones/${z}`) } : {}),
     };
   }

@@ -144,6 +144,11 @@ export async function createGcpFixture(
         double.setNat(inst, undefined);
       }
     },
+    // Compute Engine takes back Spot instances only: the conformance run configures Spot.
+    preempt: async (id) => {
+      existing(id);
+      double.preempt(key(id));
+    },
     rewriteMark: async (id, mark) => {
       const inst = existing(id);
       inst.labels = { ...(inst.labels ?? {}), [MarkKey.Uid]: mark.uid };
