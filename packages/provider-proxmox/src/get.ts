@@ -1,11 +1,11 @@
 /**
- * Get: the VM's state, IP, UID and creation time, read from Proxmox on
- * every call (the listing, the config, `status/current`, the guest agent),
- * mapped to the contract's state by `state.ts`.
+ * Get: the VM's state, IP, UID, creation time and location, read from
+ * Proxmox on every call (the listing, the config, `status/current`, the
+ * guest agent), mapped to the contract's state by `state.ts`.
  *
  * @module
  */
-import type { Instance, Mark, OperationContext, State } from '@proxy-op/contract';
+import type { Instance, Location, Mark, OperationContext, State } from '@proxy-op/contract';
 import { isDoesNotExist } from './classify.js';
 import { formatId, type ProxmoxId } from './id.js';
 import { parseDescription } from './mark.js';
@@ -16,8 +16,18 @@ import { agentErrorState, agentState, mapStatus, NO_AGENT_REASON, withoutAgent }
 /** Get's warning for a VM of ours that can never report an address (its `reason` says why). */
 const NO_AGENT_MESSAGE = 'proxmox vm without guest agent can never report an address';
 
+/**
+ * Where a VM runs: its node, as the cluster listing names it now, is its
+ * zone. A VM migrated to another node is reported where it is as read.
+ * Get and ListByTag both take the node from the listing, so they agree.
+ */
+export function vmLocation(node: string): Location {
+  return { zone: node };
+}
+
 /** A VM of the provider's as the listing and its config show it now. */
 export interface MarkedVm {
+  /** The node the listing places it on (the config is read there). */
   readonly node: string;
   /** The listing's lock (pvestatd's view), if any. */
   readonly listedLock: string | undefined;
@@ -82,6 +92,7 @@ export async function getInstance(
     uid: mark.uid,
     createdAt: mark.createdAt,
     installation: mark.installation,
+    location: vmLocation(node),
   };
   if (listedLock === 'suspended' || config.lock === 'suspended') {
     return { ...base, state: 'Stopped' };

@@ -10,13 +10,15 @@ import {
   isMalformedAnswer,
   type OperationContext,
 } from '@proxy-op/contract';
+import { vmLocation } from './get.js';
 import { formatId } from './id.js';
 import { hasProxyTag, parseDescription } from './mark.js';
 import { errorFields, type Runtime } from './runtime.js';
 import type { VmConfig } from './seam.js';
 
 /**
- * Lists the installation's VMs with ID, UID and creation time. Candidates
+ * Lists the installation's VMs with ID, UID, creation time and location
+ * (the node the listing places each on, as Get reports it). Candidates
  * are named VMs tagged `proxy_operator` or named `proxy-*`; one whose
  * config cannot be read (its node is down, it was destroyed meanwhile) is
  * skipped, but an answer that cannot be read fails the call.
@@ -62,6 +64,7 @@ export async function listInstances(
       uid: mark.uid,
       createdAt: mark.createdAt,
       installation: mark.installation,
+      location: vmLocation(e.node),
     });
   }
   rt.log.debug(

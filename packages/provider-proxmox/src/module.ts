@@ -31,6 +31,10 @@ export const profile: Profile = Object.freeze({
   childSpans: 'transport-wrapper',
   backendTest: 'integration-env',
   credentialRotation: 'in-place',
+  // Your own cluster: nothing is billed per VM, and nothing takes a VM back.
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /**

@@ -668,6 +668,30 @@ describe('Get', () => {
     expect((await p.listByTag()).map((i) => i.id)).toContain(id);
     expect((await p.listByTag({ installation: 'inst-b' })).map((i) => i.id)).not.toContain(id);
   });
+
+  it('Get: the location is the node the VM is on now, as ListByTag reports it, also after a migration', async () => {
+    const { p, m } = await setup({ nodes: ['pv1-1', 'pv1-2'] });
+    for (const n of ['pv1-1', 'pv1-2']) m.storages.get(`${n}/local-lvm`)!.shared = 1;
+    const id = await p.create(
+      request({ placement: { zone: 'pv1-2', machineType: 'small', image: 'debian-13' } }),
+    );
+    const listedAt = async () => (await p.listByTag()).find((i) => i.id === id)?.location;
+    // The node is the zone; the config names no region or country, so none is reported.
+    expect(await p.get(id)).toMatchObject({ state: 'Running', location: { zone: 'pv1-2' } });
+    expect((await p.get(id)).location).toEqual({ zone: 'pv1-2' });
+    expect(await listedAt()).toEqual({ zone: 'pv1-2' });
+    // A migration moves the VM's config to the other node: both report where it is as read.
+    const vm = vmOf(m, id);
+    vm.node = 'pv1-1';
+    expect((await p.get(id)).location).toEqual({ zone: 'pv1-1' });
+    expect(await listedAt()).toEqual({ zone: 'pv1-1' });
+    // Every state is somewhere: a stopped VM and a hibernated one too.
+    vm.status = 'stopped';
+    vm.qmpstatus = 'stopped';
+    expect(await p.get(id)).toMatchObject({ state: 'Stopped', location: { zone: 'pv1-1' } });
+    vm.lock = 'suspended';
+    expect(await p.get(id)).toMatchObject({ state: 'Stopped', location: { zone: 'pv1-1' } });
+  });
 });
 
 describe('Delete', () => {

@@ -1,5 +1,5 @@
 // Peer: none; pure functions (IDs, VMIDs, marks, disks, state mapping, config, classify).
-import { ConfigError, validateConfig } from '@proxy-op/contract';
+import { ConfigError, profileProblems, validateConfig } from '@proxy-op/contract';
 import { describe, expect, it } from 'vitest';
 import { readAnswer } from '../src/answers.js';
 import { classify } from '../src/classify.js';
@@ -291,6 +291,9 @@ describe('config', () => {
     expect(providerModule.profile).toBe(profile);
     expect(profile.primaryKey).toBe('allocated-id');
     expect(profile.asyncOps).toEqual(['task-handle', 'backend-lock']);
+    // An own cluster: not billed per VM, never taking a VM back, no IPv6 ranges.
+    expect(profile).toMatchObject({ billing: 'none', preemption: 'never', ipv6Egress: 'none' });
+    expect(profileProblems(profile)).toEqual([]);
   });
 });
 
