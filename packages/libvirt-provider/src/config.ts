@@ -26,7 +26,7 @@ export interface LibvirtDeps extends ProviderDeps {
 
 /** One hypervisor host, reached over SSH. */
 export interface HostConfig {
-  /** The host's name in IDs and `placement.zone` (a lowercase DNS label). */
+  /** The host's name in IDs, `placement.zone` and its instances' `location.zone` (a lowercase DNS label). */
   readonly name: string;
   /** Where SSH reaches it: a host name or an IP address. */
   readonly address: string;
@@ -44,6 +44,18 @@ export interface HostConfig {
   readonly uri: string;
   /** The domain type: `kvm` (hardware virtualisation) or `qemu` (software emulation). Default `kvm`. */
   readonly domainType: 'kvm' | 'qemu';
+  /**
+   * The region the host is in, in the operator's own terms (a site or data
+   * centre name), reported in each of its instances' `location.region`.
+   * Unset: no region is reported.
+   */
+  readonly region?: string | undefined;
+  /**
+   * The country the host is in, as an upper-case ISO 3166-1 alpha-2 code
+   * (`DE`), reported in each of its instances' `location.country`. Unset:
+   * no country is reported.
+   */
+  readonly country?: string | undefined;
 }
 
 /** A base image of the catalogue, named by its key (`placement.image`). */
@@ -114,6 +126,9 @@ const POOL_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:+-]*$/;
 const BRIDGE_RE = /^[A-Za-z0-9_.:-]{1,15}$/;
 const URI_RE = /^[a-z][a-z0-9+]*:\/\/[^\s]*$/;
 const SHA256_RE = /^[0-9a-fA-F]{64}$/;
+/** A region name as the contract's `Location` admits one. */
+const REGION_RE = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+const COUNTRY_RE = /^[A-Z]{2}$/;
 const TOP_KEYS = new Set([
   'hosts',
   'sshKeyFile',
@@ -136,6 +151,8 @@ const HOST_KEYS = new Set([
   'bridge',
   'uri',
   'domainType',
+  'region',
+  'country',
 ]);
 const IMAGE_KEYS = new Set(['url', 'sha256', 'format', 'firmware']);
 const MACHINE_KEYS = new Set(['vcpus', 'memoryMiB']);
@@ -169,6 +186,16 @@ function readHost(issues: ConfigIssue[], raw: unknown, i: number): HostConfig | 
   const bridge = r.optStr('bridge', BRIDGE_RE, 'a bridge interface name');
   const uri = r.str('uri', { re: URI_RE, what: 'a libvirt URI', dflt: CONFIG_DEFAULTS.uri });
   const domainType = r.oneOf('domainType', ['kvm', 'qemu'] as const, CONFIG_DEFAULTS.domainType);
+  const region = r.optStr(
+    'region',
+    REGION_RE,
+    'a region name (letters, digits, ".", "_", ":", "/", "-"; at most 128)',
+  );
+  const country = r.optStr(
+    'country',
+    COUNTRY_RE,
+    'an upper-case ISO 3166-1 alpha-2 country code (DE, US)',
+  );
   if (issues.length > before) return undefined;
   return {
     name: name as string,
@@ -180,6 +207,8 @@ function readHost(issues: ConfigIssue[], raw: unknown, i: number): HostConfig | 
     ...(bridge === undefined ? {} : { bridge }),
     uri: uri as string,
     domainType,
+    ...(region === undefined ? {} : { region }),
+    ...(country === undefined ? {} : { country }),
   };
 }
 

@@ -8,14 +8,16 @@ import type { Instance, Mark, OperationContext } from '@proxy-op/contract';
 import { ErrorCode } from '@proxy-op/libvirt-rpc';
 import { discoverAddress } from './address.js';
 import { hasCode } from './classify.js';
+import type { HostConfig } from './config.js';
 import { domainState, lookupDomain, readMark } from './domain.js';
 import { type DomainId, formatId } from './id.js';
-import { hostOf, type Runtime, signalOf } from './runtime.js';
+import { hostLocation, hostOf, type Runtime, signalOf } from './runtime.js';
 import type { Domain, LibvirtSeam } from './seam.js';
 import { isActive, mapState } from './state.js';
 
-/** A domain found at an ID, with its mark and state. */
+/** A domain found at an ID, with its host, mark and state. */
 export interface MarkedDomain {
+  readonly host: HostConfig;
   readonly seam: LibvirtSeam;
   readonly dom: Domain;
   readonly mark: Mark;
@@ -46,7 +48,7 @@ export async function markedDomain(
     if (mark === undefined) {
       throw ctx.notFound(`domain ${id.name} on host ${id.host} carries no ${rt.flavour.type} mark`);
     }
-    return { seam, dom, mark, st: await domainState(seam, dom, signal) };
+    return { host, seam, dom, mark, st: await domainState(seam, dom, signal) };
   } catch (err) {
     if (hasCode(err, ErrorCode.ERR_NO_DOMAIN)) {
       throw ctx.notFound(`domain ${id.name} on host ${id.host} is gone`, err);
@@ -58,14 +60,15 @@ export async function markedDomain(
 /**
  * Reads the domain at the ID: NotFound when it is gone or carries no mark
  * of this flavour; otherwise its UID, creation time and installation from
- * the mark, its state, and for a running domain its address.
+ * the mark, its state, its location (its host), and for a running domain
+ * its address.
  */
 export async function getInstance(
   rt: Runtime,
   id: DomainId,
   ctx: OperationContext,
 ): Promise<Instance> {
-  const { seam, dom, mark, st } = await markedDomain(rt, id, ctx);
+  const { host, seam, dom, mark, st } = await markedDomain(rt, id, ctx);
   const fields = { host: id.host, name: id.name };
   const signal = signalOf(ctx);
   const ip = isActive(st.state) ? await discoverAddress(rt, seam, dom, signal, fields) : undefined;
@@ -78,5 +81,6 @@ export async function getInstance(
     installation: mark.installation,
     state,
     ...(state === 'Running' && ip !== undefined ? { ip } : {}),
+    location: hostLocation(host),
   };
 }

@@ -1,6 +1,7 @@
 /**
  * ListByTag: every host in config order, one listing each, then the mark
- * of each domain; no state or address calls. A domain whose mark cannot
+ * of each domain; no state or address calls. Each instance's location is
+ * its host's, from the config as Get reports it. A domain whose mark cannot
  * be read is skipped; a host that cannot be reached fails the whole call
  * (profile `fail-whole`) or is left out (`omit-unreachable`). With the
  * flavour's `listOrphanVolumes`, each host's orphaned volumes follow its
@@ -11,6 +12,7 @@
 import {
   type Instance,
   isMalformedAnswer,
+  type Location,
   type Mark,
   markedInstances,
   type OperationContext,
@@ -20,15 +22,22 @@ import type { HostConfig } from './config.js';
 import { readMark } from './domain.js';
 import { DOMAIN_NAME_RE, formatId } from './id.js';
 import { findOrphans, type Orphan } from './orphans.js';
-import { errorFields, type Runtime, signalOf } from './runtime.js';
+import { errorFields, hostLocation, type Runtime, signalOf } from './runtime.js';
 
-/** Every domain of `installation` on every host, with ID, UID and creation time. */
+/** A listed domain: its ID, its mark (when readable) and where it runs. */
+interface Entry {
+  readonly id: string;
+  readonly mark: Mark | undefined;
+  readonly location: Location;
+}
+
+/** Every domain of `installation` on every host, with ID, UID, creation time and location. */
 export async function listInstances(
   rt: Runtime,
   installation: string,
   ctx: OperationContext,
 ): Promise<Instance[]> {
-  const entries: { id: string; mark: Mark | undefined }[] = [];
+  const entries: Entry[] = [];
   const orphans: Instance[] = [];
   let skipped = 0;
   let unreachable = 0;
@@ -42,6 +51,7 @@ export async function listInstances(
           uid: '',
           createdAt: o.changedAt,
           installation,
+          location: hostLocation(host),
         });
       }
       skipped += found.skipped;
@@ -76,7 +86,7 @@ async function listHost(
   ctx: OperationContext,
   host: HostConfig,
 ): Promise<{
-  entries: { id: string; mark: Mark | undefined }[];
+  entries: Entry[];
   orphans: Orphan[];
   skipped: number;
 }> {
@@ -84,7 +94,8 @@ async function listHost(
   const seam = await rt.hosts.pooled(host, ctx.signal);
   const domains = await seam.connectListAllDomains({ flags: 0 }, signal);
   if (!Array.isArray(domains)) throw new TypeError('a domain listing that is not a list');
-  const entries: { id: string; mark: Mark | undefined }[] = [];
+  const entries: Entry[] = [];
+  const location = hostLocation(host);
   let skipped = 0;
   for (const dom of domains) {
     if (typeof dom?.name !== 'string') throw new TypeError('a listed domain without a name');
@@ -111,7 +122,7 @@ async function listHost(
       );
       continue;
     }
-    entries.push({ id: formatId({ host: host.name, name: dom.name }), mark });
+    entries.push({ id: formatId({ host: host.name, name: dom.name }), mark, location });
   }
   const orphans = rt.flavour.listOrphanVolumes
     ? await findOrphans(rt, seam, host, new Set(domains.map((d) => d.name)), signal)

@@ -4,7 +4,12 @@
  *
  * @module
  */
-import { type ProviderModule, profileProblems } from '@proxy-op/contract';
+import {
+  ipv6EgressOf,
+  type ProviderModule,
+  preemptionOf,
+  profileProblems,
+} from '@proxy-op/contract';
 import { classify } from './classify.js';
 import { type LibvirtConfig, type LibvirtDeps, libvirtConfigSchema } from './config.js';
 import type { LibvirtFlavour } from './flavour.js';
@@ -42,6 +47,13 @@ export function flavourProblems(f: LibvirtFlavour): string[] {
     }
   }
   if (f.profile.asyncOps.length > 0) out.push('profile.asyncOps: the libvirt engine has none');
+  // A host never takes a domain back, and the engine routes no IPv6 range to a guest.
+  if (preemptionOf(f.profile) !== 'never') {
+    out.push(`profile.preemption: the libvirt engine does never, not ${f.profile.preemption}`);
+  }
+  if (ipv6EgressOf(f.profile) !== 'none') {
+    out.push(`profile.ipv6Egress: the libvirt engine does none, not ${f.profile.ipv6Egress}`);
+  }
   if (!/^[a-z][a-z0-9-]*$/.test(f.type)) out.push(`type "${f.type}" is not a lowercase name`);
   if (!/^[a-z][a-z0-9_]*$/.test(f.prefix)) out.push(`prefix "${f.prefix}" is not a span prefix`);
   if (f.addressSources.length === 0) out.push('addressSources: name at least one source');

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Tracer } from '@opentelemetry/api';
-import { BudgetError, type Clock, type Logger } from '@proxy-op/contract';
+import { BudgetError, type Clock, type Location, type Logger } from '@proxy-op/contract';
 import type { KeyedLock } from '@proxy-op/keyedlock';
 import { LibvirtError } from '@proxy-op/libvirt-rpc';
 import type { Dispatcher } from 'undici';
@@ -66,6 +66,19 @@ export function markerName(key: string, image: ImageEntry): string {
 /** The host config of a host name, or undefined. */
 export function hostOf(rt: Runtime, name: string): HostConfig | undefined {
   return rt.config.hosts.find((h) => h.name === name);
+}
+
+/**
+ * Where a domain on `host` runs (contract `Location`): the host is its
+ * zone; region and country only where the host's config names them. Read
+ * from the config alone, so Get and ListByTag report the same.
+ */
+export function hostLocation(host: HostConfig): Location {
+  return {
+    ...(host.region === undefined ? {} : { region: host.region }),
+    zone: host.name,
+    ...(host.country === undefined ? {} : { country: host.country }),
+  };
 }
 
 /** A domain handle as the seam returns it; a TypeError (a malformed answer) otherwise. */

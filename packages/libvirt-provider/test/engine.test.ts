@@ -4,7 +4,12 @@ import { DomainState } from '@proxy-op/libvirt-rpc';
 import { createLogSink, createSpanRecorder, leakedIn } from '@proxy-op/providertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { libvirtProviderModule } from '../src/module.js';
-import { createModelFixture, type ModelFixture, newPrivateKey } from './support/fixture.js';
+import {
+  createModelFixture,
+  idParts,
+  type ModelFixture,
+  newPrivateKey,
+} from './support/fixture.js';
 import { otherFlavour, testFlavour } from './support/flavours.js';
 
 const module = libvirtProviderModule(testFlavour);
@@ -305,6 +310,32 @@ describe('operations', () => {
       .filter((l) => (l.msg ?? '').includes('skipped'))
       .map((l) => l.fields.domain);
     expect(skipped).toEqual([bad.name, 'Not_A_Label']);
+  });
+
+  it('reports the host as the zone, with the region and country its config names, from Get and ListByTag alike', async () => {
+    const host = (name: string, more: Record<string, unknown> = {}) => ({
+      name,
+      address: `${name}.model.test`,
+      user: 'proxyop',
+      bridge: 'br0',
+      ...more,
+    });
+    const { fx, provider } = await fixture(testFlavour, {
+      hosts: [host('kvm-a', { region: 'fra-dc2', country: 'DE' }), host('kvm-b')],
+    });
+    const a = await provider.create(request());
+    const b = await provider.create(
+      request({ placement: { zone: 'kvm-b', machineType: 'small', image: 'tiny' } }),
+    );
+    fx.model.domain('kvm-a', idParts(a).name).agentIp = '192.0.2.45';
+    const where = {
+      [a]: { region: 'fra-dc2', zone: 'kvm-a', country: 'DE' },
+      [b]: { zone: 'kvm-b' },
+    };
+    for (const id of [a, b]) expect((await provider.get(id)).location, id).toEqual(where[id]);
+    expect((await provider.get(a)).state).toBe('Running');
+    const listed = await provider.listByTag();
+    expect(Object.fromEntries(listed.map((i) => [i.id, i.location]))).toEqual(where);
   });
 
   it('asks the address sources in the flavour order, skipping the ones that fail', async () => {

@@ -62,7 +62,7 @@ function plantVolume(
 }
 
 describe('orphaned volumes', () => {
-  it('lists the overlay and seed of a domain removed by hand, dated by their last change, and Delete removes them', async () => {
+  it('lists the overlay and seed of a domain removed by hand, dated by their last change and placed on their host, and Delete removes them', async () => {
     const fx = await fixture();
     const req = request();
     fx.model.now = () => Date.parse('2026-03-01T10:00:00Z');
@@ -73,7 +73,13 @@ describe('orphaned volumes', () => {
 
     const listed = await fx.provider.listByTag({ installation: 'blue' });
     expect(listed).toEqual([
-      { id, uid: '', createdAt: new Date('2026-03-01T10:05:00Z'), installation: 'blue' },
+      {
+        id,
+        uid: '',
+        createdAt: new Date('2026-03-01T10:05:00Z'),
+        installation: 'blue',
+        location: { zone: 'kvm-a' },
+      },
     ]);
     expect(await fx.provider.get(id).catch((e: { errorClass: string }) => e.errorClass)).toBe(
       'NotFound',

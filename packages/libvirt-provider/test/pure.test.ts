@@ -3,7 +3,12 @@ import { ConfigError, formatConfigIssues, validateConfig } from '@proxy-op/contr
 import { describe, expect, it } from 'vitest';
 import { firstIPv4 } from '../src/address.js';
 import { formatLibvirtVersion } from '../src/check.js';
-import { CONFIG_DEFAULTS, libvirtConfigSchema, validateLibvirtConfig } from '../src/config.js';
+import {
+  CONFIG_DEFAULTS,
+  type LibvirtConfig,
+  libvirtConfigSchema,
+  validateLibvirtConfig,
+} from '../src/config.js';
 import { MarkFormatError } from '../src/errors.js';
 import { escapeXml, markElement } from '../src/flavour.js';
 import { domainIds } from '../src/id.js';
@@ -68,6 +73,7 @@ describe('config', () => {
         },
         { name: 'kvm2', address: 'h', user: 'proxyop', uri: 'not a uri', domainType: 'xen' },
         { name: 'kvm2', address: 'h2', user: 'proxyop' },
+        { name: 'kvm3', address: 'h3', user: 'proxyop', region: 'rack 1', country: 'de' },
       ],
       knownHostsFile: '/k',
       insecureIgnoreHostKey: true,
@@ -90,6 +96,8 @@ describe('config', () => {
       'kvm2.hosts[1].uri: "not a uri" is not a libvirt URI',
       'kvm2.hosts[1].domainType: must be one of kvm, qemu',
       'kvm2.hosts[2].name: "kvm2" is listed twice',
+      'kvm2.hosts[3].region: "rack 1" is not a region name (letters, digits, ".", "_", ":", "/", "-"; at most 128)',
+      'kvm2.hosts[3].country: "de" is not an upper-case ISO 3166-1 alpha-2 country code (DE, US)',
       'kvm2.knownHostsFile: cannot be combined with insecureIgnoreHostKey: choose one',
       'kvm2.diskSizeGb: must be an integer from 1 to 65536',
       'kvm2.images.bad key!: is not a valid catalogue key (letters, digits, ".", "_", "-"; at most 63)',
@@ -99,6 +107,21 @@ describe('config', () => {
       'kvm2.machineTypes.small.vcpus: must be an integer from 1 to 1024',
       'kvm2.machineTypes.small.memoryMiB: is required',
     ]);
+  });
+
+  it("takes a host's region and country as given, and leaves them out when unset", () => {
+    const r = validateLibvirtConfig({
+      ...valid,
+      hosts: [
+        { name: 'kvm1', address: '192.0.2.10', user: 'proxyop', region: 'fra-dc2', country: 'DE' },
+        { name: 'kvm2', address: '192.0.2.11', user: 'proxyop' },
+      ],
+    });
+    expect(r.issues).toBeUndefined();
+    const hosts = (r as { value: LibvirtConfig }).value.hosts;
+    expect(hosts[0]).toMatchObject({ name: 'kvm1', region: 'fra-dc2', country: 'DE' });
+    expect(hosts[1]).not.toHaveProperty('region');
+    expect(hosts[1]).not.toHaveProperty('country');
   });
 
   it('needs hosts and catalogues, and refuses credentials in image URLs', () => {
@@ -313,11 +336,15 @@ describe('flavours', () => {
         ...testFlavour.profile,
         deleteReturn: 'returns-early' as const,
         asyncOps: ['task-handle' as const],
+        preemption: 'possible' as const,
+        ipv6Egress: 'range' as const,
       },
     };
     expect(flavourProblems(wrong)).toEqual([
       'profile.deleteReturn: the libvirt engine does waits, not returns-early',
       'profile.asyncOps: the libvirt engine has none',
+      'profile.preemption: the libvirt engine does never, not possible',
+      'profile.ipv6Egress: the libvirt engine does none, not range',
       'type "Bad Type" is not a lowercase name',
       'addressSources: a source is listed twice',
     ]);

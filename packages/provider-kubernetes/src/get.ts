@@ -1,12 +1,14 @@
 /**
  * Get: one Pod read; its labels give the mark, its phase, IP, Ready
- * condition and deletion timestamp the state.
+ * condition and deletion timestamp the state, its zone affinity the
+ * location.
  *
  * @module
  */
 import type { Instance, OperationContext } from '@proxy-op/contract';
 import { formatId, type KubernetesId } from './id.js';
 import { podMark } from './labels.js';
+import { podLocation } from './pod.js';
 import { podMeta, type Runtime, readyStatus } from './runtime.js';
 import { podState } from './state.js';
 
@@ -30,6 +32,7 @@ export async function getInstance(
     ready: readyStatus(pod),
   });
   const ip = state === 'Running' ? podIP : undefined;
+  const location = podLocation(pod);
   rt.log.trace({ ...id, phase: pod.status?.phase, state, ip }, 'kubernetes pod read');
   return {
     id: formatId(id),
@@ -38,5 +41,6 @@ export async function getInstance(
     state,
     ...(ip === undefined ? {} : { ip }),
     installation: mark.installation,
+    ...(location === undefined ? {} : { location }),
   };
 }

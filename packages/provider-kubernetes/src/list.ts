@@ -1,15 +1,17 @@
 /**
  * ListByTag: one list request, across every namespace or in the
- * configured one, filtered by the mark's labels.
+ * configured one, filtered by the mark's labels; each Pod's location read
+ * from the Pod as Get reads it.
  *
  * @module
  */
 import { type Instance, markedInstances, type OperationContext } from '@proxy-op/contract';
 import { formatId, parseId } from './id.js';
 import { managedSelector, podMark } from './labels.js';
+import { podLocation } from './pod.js';
 import { podMeta, type Runtime } from './runtime.js';
 
-/** Every Pod of the installation, with ID, UID, creation time and installation. */
+/** Every Pod of the installation, with ID, UID, creation time, installation and location. */
 export async function listInstances(
   rt: Runtime,
   installation: string,
@@ -31,6 +33,7 @@ export async function listInstances(
     entries.push({
       id: formatId({ namespace: meta.namespace, name: meta.name }),
       mark: podMark(meta.labels, meta.creationTimestamp),
+      location: podLocation(pod),
     });
   }
   const out = markedInstances(installation, entries);

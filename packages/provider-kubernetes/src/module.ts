@@ -9,7 +9,7 @@ import { configSchema, type KubernetesConfig, type KubernetesDeps } from './conf
 import type { KubernetesId } from './id.js';
 import { createImplementation } from './implementation.js';
 
-/** The provider's choices on the contract's twenty axes (§4). */
+/** The provider's choices on the contract's axes (§4.1 to §4.23). */
 export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'submit',
@@ -31,6 +31,9 @@ export const profile: Profile = Object.freeze({
   childSpans: 'span-decorator',
   backendTest: 'integration-env',
   credentialRotation: 'in-place',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /**

@@ -9,7 +9,7 @@
  */
 import { posix } from 'node:path';
 import type { V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import type { CreateRequest } from '@proxy-op/contract';
+import { type CreateRequest, type Location, locationProblems } from '@proxy-op/contract';
 import { CONTAINER_PASSWORD_FILE, renderSquidConfig } from '@proxy-op/squid-config';
 import type { ImageEntry, MachineTypeEntry } from './config.js';
 import { APP_LABELS, markLabels } from './labels.js';
@@ -101,6 +101,42 @@ export function podRealm(pod: V1Pod): string | undefined {
   if (!(pod.spec?.volumes ?? []).some((v) => v.name === AUTH_VOLUME)) return undefined;
   const conf = pod.metadata?.annotations?.[SQUID_CONF_ANNOTATION] ?? '';
   return /^auth_param basic realm (.*)$/m.exec(conf)?.[1] ?? '';
+}
+
+/**
+ * Where a Pod runs, from the Pod alone: the zone its required node
+ * affinity pins it to (`topology.kubernetes.io/zone In [zone]` in every
+ * node selector term, as a Create with `placement.zone` writes it), so the
+ * scheduler places it on no node outside that zone. Undefined for a Pod
+ * that may run in any zone, or in more than one. Nodes are never read:
+ * the provider's Role grants no access to them.
+ */
+export function podLocation(pod: V1Pod): Location | undefined {
+  const terms: unknown =
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+      ?.nodeSelectorTerms;
+  if (!Array.isArray(terms) || terms.length === 0) return undefined;
+  const zones = new Set<unknown>();
+  for (const term of terms as unknown[]) {
+    const exprs: unknown = (term as { matchExpressions?: unknown } | null)?.matchExpressions;
+    const pinned = Array.isArray(exprs)
+      ? (exprs as unknown[]).flatMap((e) => {
+          const x = e as { key?: unknown; operator?: unknown; values?: unknown } | null;
+          return x?.key === ZONE_LABEL &&
+            x.operator === 'In' &&
+            Array.isArray(x.values) &&
+            x.values.length === 1
+            ? [x.values[0] as unknown]
+            : [];
+        })
+      : [];
+    // A term without a one-zone requirement lets the Pod run anywhere that term allows.
+    if (pinned.length !== 1) return undefined;
+    zones.add(pinned[0]);
+  }
+  const [zone] = zones;
+  if (zones.size !== 1 || typeof zone !== 'string') return undefined;
+  return locationProblems({ zone }).length === 0 ? { zone } : undefined;
 }
 
 /** The proxy Pod for a plan. The same plan always gives the same object. */

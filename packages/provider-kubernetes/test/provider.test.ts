@@ -214,6 +214,29 @@ describe('Get and Delete', () => {
     expect(await f.provider.get(id).catch(isNotFound)).toBe(true);
   });
 
+  it("reports the zone the Pod's affinity pins it to, from Get and ListByTag alike, reading no Node", async () => {
+    const f = await fixture();
+    const inZone = await f.provider.create(
+      request({ placement: { zone: 'zone-b', machineType: 'small', image: 'squid' } }),
+    );
+    const anywhere = await f.provider.create(
+      request({ placement: { machineType: 'small', image: 'squid' } }),
+    );
+    await f.harness.setRunning(inZone, '10.1.2.4');
+    await f.harness.setRunning(anywhere, '10.1.2.5');
+    f.server.counters.reset();
+    const before = f.front.count;
+    const got = await f.provider.get(inZone);
+    expect(got).toMatchObject({ state: 'Running', location: { zone: 'zone-b' } });
+    expect(got.location).toEqual({ zone: 'zone-b' });
+    expect((await f.provider.get(anywhere)).location).toBeUndefined();
+    const listed = await f.provider.listByTag();
+    expect(listed.find((i) => i.id === inZone)?.location).toEqual({ zone: 'zone-b' });
+    expect(listed.find((i) => i.id === anywhere)).not.toHaveProperty('location');
+    expect(f.front.count - before, 'two Gets and one listing').toBe(3);
+    expect(f.server.counters.count({ resource: 'nodes' }), 'Node requests').toBe(0);
+  });
+
   it('deletes only the Pod it read: a Pod that took the name meanwhile stays', async () => {
     const f = await fixture();
     const req = request();

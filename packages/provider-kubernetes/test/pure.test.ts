@@ -6,7 +6,13 @@ import { CONFIG_DEFAULTS, configSchema } from '../src/config.js';
 import { formatId, parseId } from '../src/id.js';
 import { managedSelector, podMark } from '../src/labels.js';
 import { providerModule } from '../src/module.js';
-import { buildPod, type PodPlan, SQUID_CONF_ANNOTATION, ZONE_LABEL } from '../src/pod.js';
+import {
+  buildPod,
+  type PodPlan,
+  podLocation,
+  SQUID_CONF_ANNOTATION,
+  ZONE_LABEL,
+} from '../src/pod.js';
 import { podState } from '../src/state.js';
 
 const minimal = {
@@ -207,6 +213,42 @@ describe('the Pod', () => {
     const big = buildPod({ ...plan, machineType: { cpu: '1', memory: '1Gi', cpuLimit: '2' } });
     expect(big.spec?.containers[0]?.resources?.limits).toEqual({ memory: '1Gi', cpu: '2' });
     expect(buildPod(plan).spec?.affinity).toBeUndefined();
+  });
+
+  it('tells where it runs from its own zone affinity, and nothing where it may run in any zone', () => {
+    expect(podLocation(pod)).toEqual({ zone: 'europe-west1-b' });
+    expect(podLocation(buildPod(plan))).toBeUndefined();
+    const pinned = (...terms: unknown[]) =>
+      podLocation({
+        spec: {
+          containers: [],
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms as [] },
+            },
+          },
+        },
+      });
+    const zone = (z: unknown, operator = 'In') => ({ key: ZONE_LABEL, operator, values: [z] });
+    const arch = { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] };
+    // Every term pins the same zone, beside other requirements: that zone.
+    expect(
+      pinned({ matchExpressions: [arch, zone('a')] }, { matchExpressions: [zone('a')] }),
+    ).toEqual({ zone: 'a' });
+    // Terms are alternatives: two zones, or a term without one, leave the place open.
+    expect(
+      pinned({ matchExpressions: [zone('a')] }, { matchExpressions: [zone('b')] }),
+    ).toBeUndefined();
+    expect(pinned({ matchExpressions: [zone('a')] }, { matchExpressions: [arch] })).toBeUndefined();
+    expect(pinned({ matchExpressions: [zone('a', 'NotIn')] })).toBeUndefined();
+    expect(
+      pinned({ matchExpressions: [{ key: ZONE_LABEL, operator: 'In', values: ['a', 'b'] }] }),
+    ).toBeUndefined();
+    // What no zone name can be, or no term at all, reports nothing rather than a bad location.
+    expect(pinned({ matchExpressions: [zone('')] })).toBeUndefined();
+    expect(pinned({ matchExpressions: [zone(7)] })).toBeUndefined();
+    expect(pinned({ matchExpressions: 'nonsense' }, null)).toBeUndefined();
+    expect(pinned()).toBeUndefined();
   });
 
   it('names its Proxy as owner when asked', () => {

@@ -19,7 +19,7 @@ import {
 import { kvmCompat } from './compat.js';
 import { kvmMetadata } from './metadata.js';
 
-/** kvm's choices on the contract's nineteen axes (§4). */
+/** kvm's choices on the contract's axes (§4.1 to §4.23). */
 export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'blocking',
@@ -41,6 +41,9 @@ export const profile: Profile = Object.freeze({
   childSpans: 'span-decorator',
   credentialRotation: 'in-place',
   backendTest: 'local-peer',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /** kvm as the engine sees it. */

@@ -100,8 +100,9 @@ describe('a domain the original kvm made', () => {
       createdAt: '2025-06-01T12:00:00.123456789+02:00',
     });
     const createdAt = new Date('2025-06-01T10:00:00.123Z');
+    const location = { zone: 'kvm-a' };
     expect(await kvm.listByTag()).toEqual([
-      { id, uid: 'uid-orig', createdAt, installation: 'default' },
+      { id, uid: 'uid-orig', createdAt, installation: 'default', location },
     ]);
     expect(await kvm.listByTag({ installation: 'blue' })).toEqual([]);
     expect(await kvm.get(id)).toEqual({
@@ -111,6 +112,7 @@ describe('a domain the original kvm made', () => {
       installation: 'default',
       state: 'Running',
       ip: '10.20.30.40',
+      location,
     });
     const base = { ...request(), name: 'proxy-orig' };
     const foreign = await kvm.create({ ...base, uid: 'uid-other' }).catch((e: unknown) => e);

@@ -141,13 +141,15 @@ describeWithPeers(
 
       const kvm = await build(stack.config());
       const createdAt = new Date('2025-06-01T10:00:00Z');
+      const location = { zone: 'kvm1' };
       expect(await kvm.listByTag()).toContainEqual({
         id,
         uid: 'uid-orig',
         createdAt,
         installation: 'default',
+        location,
       });
-      expect(await kvm.get(id)).toMatchObject({ id, uid: 'uid-orig', createdAt });
+      expect(await kvm.get(id)).toMatchObject({ id, uid: 'uid-orig', createdAt, location });
       const foreign = await kvm.create(request(name, { uid: 'uid-else' })).catch((e: unknown) => e);
       expect(foreign).toMatchObject({ errorClass: 'Permanent' });
       const before = await stack.volumes();

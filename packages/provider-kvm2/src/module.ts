@@ -19,7 +19,7 @@ import {
 /** The namespace of kvm2's mark in a domain's `<metadata>`. */
 export const METADATA_URI = 'https://proxy-op.dev/xmlns/kvm2/1';
 
-/** kvm2's choices on the contract's nineteen axes (§4). */
+/** kvm2's choices on the contract's axes (§4.1 to §4.23). */
 export const profile: Profile = Object.freeze({
   readiness: 'provisioning-window',
   createReturn: 'blocking',
@@ -41,6 +41,9 @@ export const profile: Profile = Object.freeze({
   childSpans: 'span-decorator',
   credentialRotation: 'in-place',
   backendTest: 'local-peer',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /** kvm2 as the engine sees it. */

@@ -10,7 +10,7 @@ import { configSchema, type LocalConfig, type LocalDeps } from './config.js';
 import type { LocalId } from './id.js';
 import { createImplementation } from './implementation.js';
 
-/** The `local` provider's choices on the contract's axes (§4). */
+/** The `local` provider's choices on the contract's axes (§4.1 to §4.23). */
 export const profile: Profile = Object.freeze({
   readiness: 'immediate',
   createReturn: 'blocking',
@@ -32,6 +32,9 @@ export const profile: Profile = Object.freeze({
   childSpans: 'span-decorator',
   backendTest: 'local-peer',
   credentialRotation: 'in-place',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /**

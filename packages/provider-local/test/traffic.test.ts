@@ -63,6 +63,11 @@ describeWithPeers({ describe, it }, 'the local provider with real traffic', ['op
     const inst = await provider.get(id);
     expect(inst.state).toBe('Running');
     expect(inst.ip).toMatch(/^127\.0\.6\.\d+$/);
+    // A local process has no place: neither Get nor ListByTag reports a location.
+    expect(inst).not.toHaveProperty('location');
+    const listed = (await provider.listByTag()).find((i) => i.id === id);
+    expect(listed?.id).toBe(id);
+    expect(listed).not.toHaveProperty('location');
     const proxy = { address: inst.ip as string, port };
 
     // Plain HTTP, absolute URI, with a body; the origin sees the Via header.

@@ -25,6 +25,9 @@ export const BLOCKING_PROFILE: Profile = Object.freeze({
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'local-peer',
+  billing: 'none',
+  preemption: 'never',
+  ipv6Egress: 'none',
 });
 
 /** Blocking Create, fail-whole listing, the quota precheck, the agent first. */

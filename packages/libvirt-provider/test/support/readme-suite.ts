@@ -1,7 +1,9 @@
-// The README test of a provider on the engine: the README's examples run from a child Node
-// process as a user would, against the real stack (a private libvirtd and sshd on loopback, the
-// test guest image over HTTP), with the host's coordinates in `<PREFIX>_*` variables.
+// The README test of a provider on the engine: the profile table says what the exported profile
+// does, and the README's examples run from a child Node process as a user would, against the
+// real stack (a private libvirtd and sshd on loopback, the test guest image over HTTP), with the
+// host's coordinates in `<PREFIX>_*` variables.
 import { readFile } from 'node:fs/promises';
+import { PROFILE_AXES, type Profile } from '@proxy-op/contract';
 import {
   type LibvirtStack,
   STACK_PEERS,
@@ -16,11 +18,34 @@ import {
 } from '@proxy-op/testkit';
 import type * as Vitest from 'vitest';
 
-/** Registers the README tests of the package in `pkgDir`; its examples read `<envPrefix>_ADDRESS` and the rest. */
+/** The rows of the README's profile table (`| axis | <flavour> |`): each axis's cell. */
+function profileRows(readme: string): Map<string, string> {
+  const lines = readme.split('\n');
+  const start = lines.findIndex((l) => /^\| axis \|/.test(l));
+  const rows = new Map<string, string>();
+  for (const line of lines.slice(start + 2)) {
+    if (start < 0 || !line.startsWith('|')) break;
+    const [, axis = '', cell = ''] = line.split('|').map((c) => c.trim());
+    rows.set(axis, cell);
+  }
+  return rows;
+}
+
+/** How a profile table cell starts for a choice: `choice` in backticks, `none` for no asyncOps. */
+function cellStart(choice: unknown): string {
+  if (Array.isArray(choice)) return choice.length === 0 ? 'none' : `\`${choice.join('`, `')}\``;
+  return `\`${String(choice)}\``;
+}
+
+/**
+ * Registers the README tests of the package in `pkgDir`, whose exported profile is `profile`;
+ * its examples read `<envPrefix>_ADDRESS` and the rest.
+ */
 export async function describeReadmeOnStack(
   vitest: typeof Vitest,
   pkgDir: string,
   envPrefix: string,
+  profile: Profile,
 ): Promise<void> {
   const { afterAll, beforeAll, expect, it } = vitest;
   const examples = await readmeExamples(`${pkgDir}/README.md`);
@@ -29,6 +54,14 @@ export async function describeReadmeOnStack(
   vitest.describe('README', () => {
     it('has at least one runnable example', () => {
       expect(examples.length).toBeGreaterThan(0);
+    });
+    it('has a profile table row for every axis, giving the exported choice', async () => {
+      const rows = profileRows(await readFile(`${pkgDir}/README.md`, 'utf8'));
+      for (const axis of PROFILE_AXES) {
+        expect(profile[axis], `profile.${axis} is declared`).toBeDefined();
+        const start = cellStart(profile[axis]);
+        expect(rows.get(axis)?.slice(0, start.length), `the row of ${axis}`).toBe(start);
+      }
     });
     for (const block of quoted) {
       it(`quotes ${block.path} as it is`, async () => {
