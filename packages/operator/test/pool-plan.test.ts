@@ -313,6 +313,53 @@ describe('the pool planner', () => {
     expect(asked.remediated).toHaveLength(1);
   });
 
+  it('replaces a preempted Proxy as an outdated one, surge first, and never counts it as unhealthy', () => {
+    const s = spec({
+      replicas: 4,
+      strategy: { maxSurge: 1, maxUnavailable: 1 },
+      remediation: { unhealthyTimeout: '1m', maxUnhealthy: 1, maxInFlight: 1 },
+    });
+    const healthy = [member(), member()];
+    const taken = [1, 2].map(() =>
+      member({ ready: false, wasReady: true, readyChanged: 0, preempted: true }),
+    );
+    const plan = planPool({
+      spec: s,
+      hash: 'h1',
+      members: [...healthy, ...taken],
+      now: 3_600_000,
+      failingProviders: new Map(),
+    });
+    // Two down for an hour, above maxUnhealthy: not a fleet failing, and nothing remediated.
+    expect(plan.unhealthy).toBe(0);
+    expect(plan.shortCircuit).toBe(false);
+    expect(plan.remediated).toEqual([]);
+    // A new one within the surge, and one taken back goes (it was not available anyway).
+    expect(plan.create).toHaveLength(1);
+    expect(plan.delete).toHaveLength(1);
+    expect(taken.map((m) => m.name)).toContain(plan.delete[0]);
+    // Without room to surge, the taken-back one goes first and its successor follows.
+    const tight = planPool({
+      spec: spec({ replicas: 4, strategy: { maxSurge: 0, maxUnavailable: 1 } }),
+      hash: 'h1',
+      members: [...healthy, ...taken],
+      now: 3_600_000,
+      failingProviders: new Map(),
+    });
+    expect(tight.create).toEqual([]);
+    expect(tight.delete).toHaveLength(1);
+    // The same two merely unhealthy are counted, and hold remediation above maxUnhealthy.
+    const sick = planPool({
+      spec: s,
+      hash: 'h1',
+      members: [...healthy, ...taken.map((m) => ({ ...m, preempted: false }))],
+      now: 3_600_000,
+      failingProviders: new Map(),
+    });
+    expect(sick.unhealthy).toBe(2);
+    expect(sick.shortCircuit).toBe(true);
+  });
+
   it('holds remediation during the backoff, and replaces a never-Ready Proxy after startupTimeout', () => {
     const s = spec({ replicas: 2, remediation: { startupTimeout: '2m' } });
     const slow = member({ ready: false, created: 0, readyChanged: undefined });

@@ -324,6 +324,46 @@ describe('Reconciler with the reference provider', () => {
     expect(store.get('default/web')).toBeUndefined();
   });
 
+  it('reports the location, and replaces a Preempted instance as no failure: a Normal Event, Ready reason Preempted', async () => {
+    const { registry, backends } = testRegistry();
+    const providers = await providerSet(
+      'providers:\n  - name: mem\n    type: memory\n    memory:\n      zones: [zone-a]\n',
+      registry,
+    );
+    const store = new MemoryStore();
+    const rec = new Reconciler({ store, providers }, DEFAULTS);
+    store.apply(
+      'default',
+      'web',
+      spec({ provider: 'mem', placement: { machineType: 'small', image: 'debian-13' } }),
+    );
+    await rec.reconcile('default/web');
+    const ready = store.get('default/web')?.status;
+    expect(ready?.phase).toBe('Ready');
+    expect(ready?.location).toEqual({ region: 'memory-1', zone: 'zone-a', country: 'DE' });
+    const vm = instanceName('default', 'web');
+    backends.get('mem')?.reclaim(vm);
+    expect(await rec.reconcile('default/web')).toEqual({ requeueAfter: 0 });
+    const replacing = store.get('default/web')?.status;
+    expect(getCondition(replacing?.conditions, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Preempted',
+    });
+    expect(replacing?.location).toBeUndefined();
+    expect(store.events.filter((e) => e.reason === 'Preempted')).toEqual([
+      {
+        key: 'default/web',
+        type: 'Normal',
+        reason: 'Preempted',
+        message: `instance vms/${vm} was taken back by its backend (preempted); replacing it`,
+      },
+    ]);
+    expect(store.events.some((e) => e.type === 'Warning')).toBe(false);
+    await rec.reconcile('default/web');
+    expect(store.get('default/web')?.status.phase).toBe('Ready');
+    expect(store.get('default/web')?.status.instanceState).toBe('Running');
+  });
+
   it('latches on the provider placement check (Permanent) and says which field', async () => {
     const { registry } = testRegistry();
     const providers = await providerSet('providers:\n  - name: mem\n    type: memory\n', registry);

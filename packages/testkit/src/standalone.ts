@@ -61,6 +61,25 @@ export interface StandaloneLifecycleOptions {
   readonly probe?: boolean | undefined;
   /** Called about every 100 ms while the Proxy is deleted (a kubelet letting a Pod go, say). */
   readonly whileDeleting?: (() => Promise<void>) | undefined;
+  /**
+   * Called once the Create is done and before the manifest is removed,
+   * with the run so far: what a test does to the running Proxy's backend
+   * (take its instance back, say) and waits for. `waitFor` polls the status
+   * lines from `after` on (default: all of them) until `found` holds,
+   * rejecting after the phase's time with the log.
+   */
+  readonly whileUp?:
+    | ((run: {
+        readonly created: JsonLine;
+        readonly out: readonly JsonLine[];
+        readonly logs: readonly JsonLine[];
+        waitFor(
+          what: string,
+          found: (line: JsonLine) => boolean,
+          after?: number,
+        ): Promise<JsonLine>;
+      }) => Promise<void>)
+    | undefined;
   /** How long the Create, and then the Delete, may each take (default 60 s). */
   readonly phaseMs?: number | undefined;
 }
@@ -184,6 +203,19 @@ export async function runStandaloneLifecycle(
       proc.logs,
     );
     const createMs = Date.now() - started;
+    await o.whileUp?.({
+      created,
+      out: proc.out,
+      logs: proc.logs,
+      waitFor: (what, found, after = 0) =>
+        waitForLine(
+          `${key} ${what}`,
+          () => proc.out.slice(after).find((l) => l.proxy === key && found(l)),
+          phaseMs,
+          stillRunning,
+          proc.logs,
+        ),
+    });
     const removed = Date.now();
     await rm(manifest);
     await waitForLine(

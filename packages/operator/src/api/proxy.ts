@@ -166,7 +166,17 @@ export const proxyStatusSchema = {
     credentials: credentialsStatusSchema,
     instanceState: {
       type: 'string',
-      enum: ['Provisioning', 'Running', 'Stopped', 'Terminated'],
+      enum: ['Provisioning', 'Running', 'Stopped', 'Terminated', 'Preempted'],
+    },
+    location: {
+      type: 'object',
+      description:
+        "Where the instance runs, as its provider reports it (the backend's region and zone names, an ISO 3166-1 alpha-2 country).",
+      properties: {
+        region: { type: 'string' },
+        zone: { type: 'string' },
+        country: { type: 'string', pattern: '^[A-Z]{2}$' },
+      },
     },
     specHash: { type: 'string' },
     latchedSpecHash: { type: 'string' },

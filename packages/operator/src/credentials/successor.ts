@@ -188,7 +188,7 @@ async function advanceSuccessor(
     creds.successor = { slot: succ.slot }; // gone: made again on the next pass
     return undefined;
   }
-  if (inst.state === 'Stopped' || inst.state === 'Terminated') {
+  if (inst.state === 'Stopped' || inst.state === 'Terminated' || inst.state === 'Preempted') {
     if (await r.deleteInstance(d.cp, id)) creds.successor = { slot: succ.slot };
     return undefined;
   }

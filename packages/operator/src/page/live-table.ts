@@ -132,6 +132,8 @@ export function startStatusView(
           // The verdict and failing step only: a line per change, not per probe.
           probe: probeCell(p, operator).replace(/^ok \d+ms$/, 'ok') || undefined,
           providerID: p.status.providerID,
+          state: p.status.instanceState,
+          location: p.status.location,
           error: p.status.lastError,
         };
         const text = JSON.stringify(line);

@@ -43,5 +43,7 @@ export function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>):
     skipRemediation: a[SKIP_REMEDIATION_ANNOTATION] !== undefined,
     remediate: a[REMEDIATE_ANNOTATION] !== undefined,
     latched: p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
+    // Its backend took its instance back: replaced, not failed.
+    preempted: ready?.status === 'False' && ready.reason === 'Preempted',
   };
 }

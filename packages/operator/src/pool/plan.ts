@@ -15,6 +15,9 @@
  *   that cannot work does not create in a loop; a Proxy its provider latched
  *   is not counted against `maxUnhealthy` while another provider of the
  *   spread takes new Proxies (its cause is known, and the others carry it);
+ * - a Proxy whose backend took its instance back (Preempted) is not
+ *   unhealthy and counts against nothing: it is replaced as an outdated one
+ *   is, a new one surged first where `maxSurge` allows (make before break);
  * - on scale-down unhealthy Proxies go first, then by `deletePolicy`.
  *
  * Nothing here reads a clock or a random source: `now` is given, and every
@@ -55,6 +58,8 @@ export interface Member {
   readonly remediate: boolean;
   /** Its provider refused it permanently (`Latched`): it will not become Ready as it is. */
   readonly latched?: boolean | undefined;
+  /** Its backend took its instance back (a spot instance): replaced, never counted as failing. */
+  readonly preempted?: boolean | undefined;
 }
 
 /** What the planner knows besides the members. */
@@ -165,6 +170,8 @@ export function planPool(input: PlanInput): Plan {
   const known = (m: Member) =>
     m.latched === true && carried && input.failingProviders.has(m.provider);
   const unhealthy = serving.filter((m) => {
+    // Not the proxy's failure: replaced as an outdated member is, below.
+    if (m.preempted === true && !m.remediate) return false;
     const at = unhealthyAt(m, spec);
     if (at === undefined) return false;
     if ((m.wasReady || at <= now) && !known(m)) failing.push(m);
@@ -208,7 +215,8 @@ export function planPool(input: PlanInput): Plan {
   const budget =
     spec.rotation === undefined ? 0 : Math.max(0, spec.rotation.budget - draining.length);
   const rotating = new Set(expired.slice(0, budget).map((m) => m.name));
-  const isOld = (m: Member) => m.hash !== hash || rotating.has(m.name);
+  // A preempted member is replaced like an outdated one: a surge first where maxSurge allows.
+  const isOld = (m: Member) => m.hash !== hash || rotating.has(m.name) || m.preempted === true;
   const current = rest.filter((m) => !isOld(m));
   const old = rest.filter(isOld);
   const isAvailable = (m: Member) => availableAt(m, spec, now);

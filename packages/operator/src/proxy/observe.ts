@@ -1,14 +1,17 @@
 /**
  * The reconcile pass's last step: Get the instance and set the status from
- * it. A vanished instance is forgotten (to be created again); a Stopped or
- * Terminated one replaced; a Running one is Ready once its data plane says
+ * it. A vanished instance is forgotten (to be created again; quietly when
+ * it is the end of a replacement's deletion); a Stopped or
+ * Terminated one replaced, and so is a Preempted one (the backend took it
+ * back: a Normal event, and no probe failure of it counts against the
+ * provider's short-circuit, since its probe record goes with it); a Running one is Ready once its data plane says
  * so (the probe scheduler's view, when probing is on), and replaced when
  * its probes have failed for its `spec.remediation.unhealthyTimeout` and
  * its provider's short-circuit allows it; a Provisioning one is polled.
  *
  * @module
  */
-import { isNotFound } from '@proxy-op/contract';
+import { isNotFound, type Location, locationProblems } from '@proxy-op/contract';
 import { getCondition } from '../api/conditions.js';
 import type { ProxyStatus } from '../api/proxy.js';
 import type { ProbeSeed } from '../probe/record.js';
@@ -37,6 +40,14 @@ export async function observeInstance(
     inst = await c.env.call((o) => cp.provider.get(providerID, o));
   } catch (err) {
     if (!isNotFound(err)) throw err;
+    if (st.phase === 'Replacing') {
+      // The deletion a replacement asked for (returns early) is over: no surprise.
+      const reason = getCondition(st.conditions, 'Ready')?.reason;
+      c.log.info({ providerID, reason }, 'instance deleted; creating another');
+      clearInstance(c);
+      await c.status.write();
+      return { requeueAfter: 0 };
+    }
     c.log.warn({ providerID }, 'instance vanished; creating it again');
     c.event('Warning', 'InstanceVanished', `instance ${providerID} disappeared; creating it again`);
     clearInstance(c);
@@ -52,6 +63,16 @@ export async function observeInstance(
   }
   if (inst.state !== undefined) st.instanceState = inst.state;
   else delete st.instanceState;
+  const location = wellFormed(inst.location);
+  if (location !== undefined) st.location = location;
+  else delete st.location;
+  if (inst.state === 'Preempted') {
+    // The backend took it back: replaced, and not counted as the proxy's failure.
+    return replaceInstance(c, cp, providerID, 'Preempted', {
+      event: `instance ${providerID} was taken back by its backend (preempted); replacing it`,
+      condition: 'the backend took the instance back (preempted); replacing it',
+    });
+  }
   if (inst.state === 'Stopped' || inst.state === 'Terminated') {
     return replaceInstance(c, cp, providerID, 'Replacing', {
       event: `instance ${providerID} is ${inst.state}; replacing it`,
@@ -152,6 +173,22 @@ function seedOf(st: ProxyStatus): ProbeSeed | undefined {
   };
 }
 
+/**
+ * The instance's location as the status holds it: only when the provider
+ * reported one and it is well formed (a status the API server would refuse
+ * is never written); undefined otherwise.
+ */
+function wellFormed(location: Location | undefined): ProxyStatus['location'] {
+  if (location === undefined || locationProblems(location).length > 0) return undefined;
+  const { region, zone, country } = location;
+  const out = {
+    ...(region === undefined ? {} : { region }),
+    ...(zone === undefined ? {} : { zone }),
+    ...(country === undefined ? {} : { country }),
+  };
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 /** Forgets the instance in the status and stops probing it. */
 export function clearInstance(c: StepContext): void {
   c.status.clearInstance();
@@ -159,20 +196,20 @@ export function clearInstance(c: StepContext): void {
 }
 
 /**
- * Replaces an instance that cannot serve (Stopped or Terminated, or
- * remediated): deletes it, then forgets it so the next pass creates
+ * Replaces an instance that cannot serve (Stopped, Terminated or
+ * Preempted, or remediated): deletes it, then forgets it so the next pass creates
  * another.
  */
 async function replaceInstance(
   c: StepContext,
   cp: ConfiguredProvider,
   providerID: string,
-  reason: 'Replacing' | 'Remediating',
+  reason: 'Replacing' | 'Remediating' | 'Preempted',
   say: { readonly event: string; readonly condition: string },
 ): Promise<ReconcileResult> {
   const st = c.status.st;
   if (st.phase !== 'Replacing')
-    c.event(reason === 'Replacing' ? 'Normal' : 'Warning', reason, say.event);
+    c.event(reason === 'Remediating' ? 'Warning' : 'Normal', reason, say.event);
   st.phase = 'Replacing';
   c.status.cond('Ready', 'False', reason, say.condition);
   c.env.probes?.forget(c.key);

@@ -60,7 +60,7 @@ export class StatusDraft {
     await this.#store.updateStatus(this.#key, { ...this.st });
   }
 
-  /** Forgets the instance: its ID, provider, hash, address, state and probes. */
+  /** Forgets the instance: its ID, provider, hash, address, state, location and probes. */
   clearInstance(): void {
     const st = this.st;
     delete st.providerID;
@@ -69,6 +69,7 @@ export class StatusDraft {
     delete st.ip;
     delete st.endpoint;
     delete st.instanceState;
+    delete st.location;
     delete st.egressIP;
     delete st.probe;
   }
