@@ -171,6 +171,62 @@ describe('providers file', () => {
     expect(set.get('c')).toBeUndefined();
   });
 
+  it("takes a billed provider's price from the file, refuses one for a provider that is not billed, and changes it without a rebuild", async () => {
+    const set = new ProviderSet();
+    const load = async (text: string) => parseProvidersConfig(text, registry);
+    const priced = await load(
+      [
+        'providers:',
+        '  - name: a',
+        '    type: memory',
+        '    price: { currency: EUR, perHour: 0.0119, machineTypes: { large: 0.0476 } }',
+        '',
+      ].join('\n'),
+    );
+    if (!priced.ok) throw new Error(priced.problems.join());
+    await set.apply(priced.config);
+    const built = set.get('a');
+    expect(built?.price).toEqual({
+      currency: 'EUR',
+      perHour: 0.0119,
+      machineTypes: { large: 0.0476 },
+    });
+    const cheaper = await load(
+      'providers:\n  - name: a\n    type: memory\n    price: { currency: EUR, perHour: 0.01 }\n',
+    );
+    if (!cheaper.ok) throw new Error(cheaper.problems.join());
+    const change = await set.apply(cheaper.config);
+    expect(change).toMatchObject({ kept: ['a'], rebuilt: [], probeChanged: [] });
+    expect(set.get('a')?.provider).toBe(built?.provider);
+    expect(set.get('a')?.price).toEqual({ currency: 'EUR', perHour: 0.01, machineTypes: {} });
+
+    const bad = await load(
+      [
+        'providers:',
+        '  - name: a',
+        '    type: memory',
+        '    price: { currency: euro, perHour: -1, machineTypes: { large: x }, tax: 1 }',
+        '  - name: b',
+        '    type: memory',
+        '    price: { currency: USD }',
+        '  - name: c',
+        '    type: scripted',
+        '    price: { currency: USD, perHour: 1 }',
+        '',
+      ].join('\n'),
+    );
+    expect(bad.ok).toBe(false);
+    if (bad.ok) return;
+    expect(bad.problems).toEqual([
+      'providers[0].price.tax: unknown field; expected currency, perHour, machineTypes',
+      'providers[0].price.currency: must be an ISO 4217 code (EUR, USD)',
+      'providers[0].price.perHour: must be a number, 0 or more (the price of one instance-hour)',
+      'providers[0].price.machineTypes.large: must be a number, 0 or more',
+      'providers[1].price: give perHour, machineTypes, or both',
+      'providers[2].price: the provider is not billed per instance (its profile says billing: none); remove price',
+    ]);
+  });
+
   it('loads a file from disk and notices when it changes', async () => {
     const file = join(dir, 'providers.yaml');
     await writeFile(file, 'providers:\n  - name: a\n    type: memory\n');

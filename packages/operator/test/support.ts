@@ -224,6 +224,10 @@ export function scriptedModule(backend: ScriptedBackend, returnsEarly = false): 
     // The scripted implementation has no updateAuth: its instances are replaced to change credentials.
     credentialRotation: 'replace',
     deleteReturn: returnsEarly ? 'returns-early' : 'waits',
+    // A backend of one's own: not billed, never takes an instance back, no IPv6 ranges.
+    billing: 'none',
+    preemption: 'never',
+    ipv6Egress: 'none',
   };
   backend.returnsEarly = returnsEarly;
   const mod: ProviderModule<Record<string, unknown>, ProviderDeps, { name: string }> = {

@@ -1,6 +1,7 @@
 /**
  * The providers file: one YAML file naming the installation and the
- * configured providers (each with its `probe` settings), validated whole
+ * configured providers (each with its `probe` settings and, for a billed
+ * one, its `price`), validated whole
  * (every problem printed with its path) against each provider module's
  * config schema, and watched for
  * changes so it is reloaded without a restart.
@@ -18,6 +19,7 @@ import {
 import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import { DEFAULTS } from '../defaults.js';
 import { type ProbeSettings, parseProbeSettings } from '../probe/settings.js';
+import { type ProviderPrice, parsePrice } from './price.js';
 import type { ProviderRegistry, RegistryEntry } from './registry.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -36,6 +38,8 @@ export interface ProviderEntry {
   readonly block: unknown;
   /** Its `probe` settings (the defaults when it has none). */
   readonly probe?: ProbeSettings | undefined;
+  /** Its `price`, when the file gives one. */
+  readonly price?: ProviderPrice | undefined;
 }
 
 /** A valid providers file. */
@@ -126,7 +130,7 @@ export async function parseProvidersConfig(
       }
       const moduleType = entry.module.type;
       for (const k of Object.keys(o)) {
-        if (k !== 'name' && k !== 'type' && k !== 'probe' && k !== moduleType) {
+        if (k !== 'name' && k !== 'type' && k !== 'probe' && k !== 'price' && k !== moduleType) {
           problems.push(
             `${at}.${k}: unknown field; the ${moduleType} block goes under "${moduleType}"`,
           );
@@ -134,6 +138,8 @@ export async function parseProvidersConfig(
       }
       const probe = parseProbeSettings(o.probe, `${at}.probe`);
       problems.push(...probe.problems);
+      const price = parsePrice(o.price, `${at}.price`, entry.module.profile);
+      problems.push(...price.problems);
       for (const p of profileProblems(entry.module.profile)) {
         problems.push(`${at}.type: module ${moduleType} has an invalid profile: ${p}`);
       }
@@ -143,7 +149,15 @@ export async function parseProvidersConfig(
         problems.push(...formatConfigIssues(result.issues, `${at}.${moduleType}`));
       }
       if (typeof name === 'string') {
-        entries.push({ name, type: o.type, moduleType, entry, block, probe: probe.settings });
+        entries.push({
+          name,
+          type: o.type,
+          moduleType,
+          entry,
+          block,
+          probe: probe.settings,
+          price: price.price,
+        });
       }
     }
   }

@@ -19,6 +19,7 @@ import {
   sameProbeSettings,
 } from '../probe/settings.js';
 import type { ProvidersConfig } from './file.js';
+import { type ProviderPrice, samePrice } from './price.js';
 import type { AnyProviderModule } from './registry.js';
 
 /** A built provider and where it came from. */
@@ -35,6 +36,8 @@ export interface ConfiguredProvider {
   readonly fingerprint: string;
   /** How its proxies are probed (a change of it rebuilds nothing). */
   readonly probe: ProbeSettings;
+  /** What one instance costs per hour, from the providers file (a change of it rebuilds nothing). */
+  readonly price?: ProviderPrice | undefined;
 }
 
 /** What changed when a providers config was applied. */
@@ -98,11 +101,10 @@ export class ProviderSet {
       const old = this.#providers.get(p.name);
       const probe = p.probe ?? DEFAULT_PROBE_SETTINGS;
       if (old !== undefined && old.fingerprint === fingerprint) {
-        if (sameProbeSettings(old.probe, probe)) next.set(p.name, old);
-        else {
-          next.set(p.name, { ...old, probe });
-          probeChanged.push(p.name);
-        }
+        const sameProbe = sameProbeSettings(old.probe, probe);
+        if (sameProbe && samePrice(old.price, p.price)) next.set(p.name, old);
+        else next.set(p.name, { ...old, probe, price: p.price });
+        if (!sameProbe) probeChanged.push(p.name);
         kept.push(p.name);
         continue;
       }
@@ -116,6 +118,7 @@ export class ProviderSet {
           module: p.entry.module,
           fingerprint,
           probe,
+          price: p.price,
         });
         (old === undefined ? added : rebuilt).push(p.name);
         if (old !== undefined) toClose.push(old);
