@@ -5,7 +5,13 @@
  *
  * @packageDocumentation
  */
-export { BackendError, MemoryBackend, type MemorySeam, type VmRecord } from './backend.js';
+export {
+  BackendError,
+  MemoryBackend,
+  type MemorySeam,
+  type VmRecord,
+  type VmSpec,
+} from './backend.js';
 export {
   createReferenceFixture,
   MEMORY_CREDENTIAL_SENTINEL,
@@ -18,6 +24,7 @@ export {
   type MemoryId,
   MemoryImplementation,
   type MemoryProviderDeps,
+  MEMORY_REGION,
   mapMemoryState,
   memoryId,
   seedVolume,
