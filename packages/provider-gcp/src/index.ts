@@ -9,7 +9,13 @@
 export { COMPUTE_SCOPE, type GcpAuth } from './auth.js';
 export { GcpReason } from './check.js';
 export { classify } from './classify.js';
-export { CONFIG_DEFAULTS, configSchema, type GcpConfig, type GcpDeps } from './config.js';
+export {
+  CONFIG_DEFAULTS,
+  configSchema,
+  type GcpConfig,
+  type GcpDeps,
+  type GcpScheduling,
+} from './config.js';
 export { ComputeApiError, CredentialsError, OperationFailedError } from './errors.js';
 export { formatId, type GcpId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';

@@ -75,8 +75,11 @@ export interface VmRecord {
 
 /** What `define` makes: the VM's metadata, the seed volume it boots from, its zone. */
 export interface VmSpec {
+  /** Key/value metadata: the ownership mark. */
   readonly metadata: Readonly<Record<string, string>>;
+  /** The seed volume the VM boots its cloud-init from. */
   readonly seed: string;
+  /** The zone the VM goes to. */
   readonly zone: string;
 }
 
