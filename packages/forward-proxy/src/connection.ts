@@ -19,6 +19,7 @@ import { metricsText } from './parents.js';
 import { HeadReader } from './reader.js';
 import { REASONS } from './reasons.js';
 import { routeRequest } from './route.js';
+import { SOCKS5, Socks5Conn } from './socks5.js';
 import { sourceKey } from './sources.js';
 import { openTunnel } from './tunnel.js';
 
@@ -34,6 +35,7 @@ const AUTH = 4;
 
 const EMPTY = Buffer.alloc(0);
 const ORIGIN_FORM = 'a proxy request needs an absolute URI (http://host/path)\n';
+const NOT_ALLOWED = 'this source may not use the proxy\n';
 
 /** A client connection. */
 export class ClientConn implements ExchangeClient, TrackedConnection {
@@ -146,6 +148,14 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
 
   readonly #onData = (chunk: Buffer): void => {
     if (this.#mode === DONE) return;
+    if (this.#served === 0 && this.#buf === undefined && chunk[0] === SOCKS5 && this.ctx.socks5) {
+      // A SOCKS5 client: the connection is its from the first byte on.
+      this.#mode = DONE;
+      this.socket.off('data', this.#onData);
+      this.ctx.conns.delete(this);
+      new Socks5Conn(this.ctx, this.socket, this.#allowed, chunk);
+      return;
+    }
     if (this.#buf === undefined) {
       this.#buf = chunk;
       if (this.#mode === HEAD && this.#served > 0 && !this.#holding) {
@@ -251,18 +261,9 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       else this.answer(400, ORIGIN_FORM, head.method, '/metrics', started, 0);
       return;
     }
-    if (route.kind === 'forward' || route.reason !== 'origin-form') {
-      if (!this.#allowed) {
-        this.answer(
-          403,
-          'this source may not use the proxy\n',
-          head.method,
-          head.target,
-          started,
-          0,
-        );
-        return;
-      }
+    if ((route.kind === 'forward' || route.reason !== 'origin-form') && !this.#allowed) {
+      this.answer(403, NOT_ALLOWED, head.method, head.target, started, 0);
+      return;
     }
     if (route.kind === 'refuse') {
       this.answer(route.status, route.text, head.method, route.logTarget, started, 0);

@@ -52,6 +52,8 @@ export interface ProxyContext {
   readonly parents: ParentSet | undefined;
   /** The client connections open now. */
   readonly conns: Set<TrackedConnection>;
+  /** Whether a connection whose first byte is 5 speaks SOCKS5 (else it is read as HTTP). */
+  readonly socks5: boolean;
   /** The client sockets of the tunnels open now. */
   readonly tunnels: Set<Duplex>;
   /** True once shutdown has begun. */

@@ -135,6 +135,7 @@ function readConfig(argv: readonly string[]): ForwardProxyOptions & {
     accessLog: typeof c.accessLog === 'string' ? c.accessLog : undefined,
     limits: typeof c.limits === 'object' && c.limits !== null ? c.limits : undefined,
     outgoingAddress: typeof c.outgoingAddress === 'string' ? c.outgoingAddress : undefined,
+    socks5: typeof c.socks5 === 'boolean' ? c.socks5 : undefined,
   };
 }
 

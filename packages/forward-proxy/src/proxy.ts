@@ -75,6 +75,14 @@ export interface ForwardProxyOptions {
    * them. `GET /metrics` then answers their metrics to allowed sources.
    */
   readonly parents?: ParentOptions | undefined;
+  /**
+   * SOCKS5 on the same port (default true): a connection whose first byte
+   * is 5 speaks SOCKS5 (RFC 1928 `CONNECT`, with RFC 1929 user name and
+   * password against the same password file), under the same sources,
+   * destination policy (its `CONNECT` ports), parents and access log as
+   * HTTP `CONNECT`. `false`: such a connection is read as HTTP (and refused).
+   */
+  readonly socks5?: boolean | undefined;
 }
 
 /** A running forward proxy. */
@@ -143,6 +151,7 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     ),
     parents: options.parents === undefined ? undefined : new ParentSet(options.parents),
     conns: new Set<TrackedConnection>(),
+    socks5: options.socks5 ?? true,
     tunnels: new Set<Duplex>(),
     closing: false,
   };

@@ -37,6 +37,16 @@ export interface TunnelClient {
   readonly started: number;
   /** The session the tunnel belongs to, when the proxy's parents keep sessions. */
   readonly session?: string | undefined;
+  /** How the client is answered: HTTP (the default), or another protocol's replies (SOCKS5). */
+  readonly replies?: TunnelReplies | undefined;
+}
+
+/** The answers of a protocol other than HTTP that carries a tunnel. */
+export interface TunnelReplies {
+  /** The refusal for what HTTP would answer with `status`; `cause` the socket error behind it. */
+  refusal(status: number, cause: string | undefined): Buffer;
+  /** The answer that the tunnel is open. */
+  opened(): Buffer;
 }
 
 /** Largest answer head a parent may send to CONNECT. */
@@ -84,12 +94,13 @@ export function openTunnel(
     p.bytesOut += bytesIn;
     p.bytesIn += bytesOut;
   };
-  const refuse = (code: number, text = '') => {
+  const refuse = (code: number, text = '', cause?: string) => {
     status = code;
     const body = text === '' ? '' : `${text}\n`;
     client.end(
-      `HTTP/1.1 ${code} ${REASONS[code] ?? ''}\r\n${named()}Connection: close\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      who.replies?.refusal(code, cause) ??
+        `HTTP/1.1 ${code} ${REASONS[code] ?? ''}\r\n${named()}Connection: close\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     setTimeout(() => client.destroy(), 1_000).unref();
     tunnels.delete(client);
@@ -274,7 +285,11 @@ export function openTunnel(
         if (via !== undefined) parents?.failed(via);
         if (again()) return;
         drop();
-        refuse(502, via === undefined ? '' : `upstream ${via.name} failed: ${err.code ?? 'error'}`);
+        refuse(
+          502,
+          via === undefined ? '' : `upstream ${via.name} failed: ${err.code ?? 'error'}`,
+          err.code,
+        );
       } else finish();
     });
     // A parent that closes before its answer (it was stopping, say): as a failed connection. The
@@ -304,7 +319,9 @@ export function openTunnel(
       status = 200;
       sock.setTimeout(limits.idleTimeoutMs, finish);
       client.setTimeout(limits.idleTimeoutMs, finish);
-      client.write(`HTTP/1.1 200 Connection Established\r\n${named()}\r\n`);
+      client.write(
+        who.replies?.opened() ?? `HTTP/1.1 200 Connection Established\r\n${named()}\r\n`,
+      );
       if (early.length > 0) client.write(early);
       if (head.length > 0) sock.write(head);
       // Client to origin: the client socket's own reads, with backpressure both ways.

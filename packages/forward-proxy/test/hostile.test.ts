@@ -387,6 +387,7 @@ function heldRequest(
 function fakeContext(maxPipelinedRequests: number): ProxyContext {
   return {
     name: 'fake',
+    socks5: true,
     limits: { ...DEFAULT_LIMITS, maxPipelinedRequests },
     allowed: { allows: () => true } as unknown as ProxyContext['allowed'],
     healthOnly: { allows: () => false } as unknown as ProxyContext['healthOnly'],
