@@ -1,5 +1,6 @@
-// Mutation testing of the reference provider by the conformance suite alone:
-// `npm run mutation`. A report, not a test: it is not part of `npm test`.
+// Mutation testing of the reference provider by the conformance suite and the reference's own
+// tests (vitest.mutation.config.ts): `npm run mutation`. A report, not a test: it is not part of
+// `npm test`.
 //
 // Stryker runs from the repository root (the script changes there) and mutates copies in its
 // sandbox, never the working tree. The sandbox holds the repository's layout, cut down to what

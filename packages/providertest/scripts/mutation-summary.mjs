@@ -27,13 +27,28 @@ function logOnlyLines(source) {
   return out;
 }
 
-/** The reviewed equivalent that covers mutant `m` of `file`: same file, its line holds `code`. */
+/** The source text mutant `m` replaces (its location: 1-based lines and columns, end exclusive). */
+function originalText(lines, m) {
+  const { start, end } = m.location;
+  const picked = lines.slice(start.line - 1, end.line);
+  picked[picked.length - 1] = (picked[picked.length - 1] ?? '').slice(0, end.column - 1);
+  picked[0] = (picked[0] ?? '').slice(start.column - 1);
+  return picked.join('\n');
+}
+
+/**
+ * The reviewed equivalent that covers mutant `m` of `file`: same file, its line holds `code`,
+ * and, where the entry names them, one of its `mutators`, the `original` text it replaces and
+ * its `replacement` (a line may hold other mutants of the same kind that do change behaviour).
+ */
 const equivalent = (file, lines, m) =>
   equivalents.find(
     (e) =>
       file.endsWith(e.file) &&
       (lines[m.location.start.line - 1] ?? '').includes(e.code) &&
-      (e.mutators === undefined || e.mutators.includes(m.mutatorName)),
+      (e.mutators === undefined || e.mutators.includes(m.mutatorName)) &&
+      (e.original === undefined || e.original === originalText(lines, m)) &&
+      (e.replacement === undefined || e.replacement === m.replacement),
   );
 
 const KILLED = new Set(['Killed', 'Timeout']);
