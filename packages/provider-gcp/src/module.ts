@@ -31,6 +31,7 @@ export const profile: Profile = Object.freeze({
   logging: 'tiered',
   childSpans: 'span-decorator',
   backendTest: 'integration-env',
+  credentialRotation: 'replace',
   // Per second, with a one-minute minimum; the price per hour is the operator's to configure.
   billing: Object.freeze({ period: 'second', minimumSeconds: 60 } as const),
   preemption: 'possible',

@@ -27,6 +27,7 @@ export {
 export { type PackedProject, packIntoProject } from './pack.js';
 export { describeWithPeers, missingPeers, which } from './peer.js';
 export { type ProcessRun, runProcess } from './process.js';
+export { profileCellStart, profileTableProblems } from './profile-table.js';
 export {
   type AuthMatrixSetup,
   AWKWARD_PASSWORDS,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { profileTableProblems } from './profile-table.js';
 import { parseReadmeExamples, parseReadmeFileBlocks, runReadmeExample } from './readme.js';
 
 interface Api {
@@ -19,12 +20,20 @@ interface Api {
  * Registers a package's README tests: there is at least one runnable
  * example; each ```` ```ts example ```` block runs with Node and prints
  * exactly its `// → text` lines; each ```` ```ts file=path ```` block equals
- * that file.
+ * that file. With `profile` (a provider's exported profile) and `axes` (the
+ * contract's `PROFILE_AXES`), the README's profile table must also say what
+ * the profile does ({@link profileTableProblems}).
  */
 export function describeReadme(
   t: Api,
   packageDir: string,
-  opts: { timeoutMs?: number } = {},
+  opts: {
+    timeoutMs?: number;
+    profile?: {
+      readonly choices: Readonly<Record<string, unknown>>;
+      readonly axes: readonly string[];
+    };
+  } = {},
 ): void {
   const readme = readFileSync(join(packageDir, 'README.md'), 'utf8');
   const examples = parseReadmeExamples(readme);
@@ -42,6 +51,12 @@ export function describeReadme(
         },
         opts.timeoutMs ?? 30_000,
       );
+    }
+    const profile = opts.profile;
+    if (profile !== undefined) {
+      t.it('has a profile table row for every axis, starting with the exported choice', () => {
+        t.expect(profileTableProblems(readme, profile.choices, profile.axes)).toEqual([]);
+      });
     }
     for (const block of quoted) {
       t.it(`quotes ${block.path} as it is`, () => {

@@ -20,11 +20,11 @@ export {
 export { configSchema, profile, providerModule } from './module.js';
 export {
   classify,
+  MEMORY_REGION,
   type MemoryConfig,
   type MemoryId,
   MemoryImplementation,
   type MemoryProviderDeps,
-  MEMORY_REGION,
   mapMemoryState,
   memoryId,
   seedVolume,
