@@ -36,13 +36,13 @@ export function profileCellStart(choice: unknown): string {
  */
 export function profileTableProblems(
   readme: string,
-  profile: Readonly<Record<string, unknown>>,
+  profile: object,
   axes: readonly string[],
 ): string[] {
   const rows = profileRows(readme);
   const problems: string[] = [];
   for (const axis of axes) {
-    const choice = profile[axis];
+    const choice: unknown = (profile as Readonly<Record<string, unknown>>)[axis];
     if (choice === undefined) {
       problems.push(`profile.${axis}: not declared (declare it, even where it may be left out)`);
       continue;
