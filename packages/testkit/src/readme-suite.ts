@@ -30,7 +30,7 @@ export function describeReadme(
   opts: {
     timeoutMs?: number;
     profile?: {
-      readonly choices: Readonly<Record<string, unknown>>;
+      readonly choices: object;
       readonly axes: readonly string[];
     };
   } = {},
