@@ -301,7 +301,8 @@ describe('Reconciler: deletion', () => {
 });
 
 describe('Reconciler with the reference provider', () => {
-  it('takes a Proxy to Ready and back to nothing', async () => {
+  /** The reference provider `mem` (one zone) under a reconciler, with a Proxy `web` on it. */
+  async function onMemory() {
     const { registry, backends } = testRegistry();
     const providers = await providerSet(
       'providers:\n  - name: mem\n    type: memory\n    memory:\n      zones: [zone-a]\n',
@@ -314,6 +315,11 @@ describe('Reconciler with the reference provider', () => {
       'web',
       spec({ provider: 'mem', placement: { machineType: 'small', image: 'debian-13' } }),
     );
+    return { backends, store, rec };
+  }
+
+  it('takes a Proxy to Ready and back to nothing', async () => {
+    const { backends, store, rec } = await onMemory();
     await rec.reconcile('default/web');
     expect(store.get('default/web')?.status.phase).toBe('Ready');
     expect(store.get('default/web')?.status.endpoint).toMatch(/^http:\/\/10\.0\.0\.\d+:3128$/);
@@ -325,18 +331,7 @@ describe('Reconciler with the reference provider', () => {
   });
 
   it('reports the location, and replaces a Preempted instance as no failure: a Normal Event, Ready reason Preempted', async () => {
-    const { registry, backends } = testRegistry();
-    const providers = await providerSet(
-      'providers:\n  - name: mem\n    type: memory\n    memory:\n      zones: [zone-a]\n',
-      registry,
-    );
-    const store = new MemoryStore();
-    const rec = new Reconciler({ store, providers }, DEFAULTS);
-    store.apply(
-      'default',
-      'web',
-      spec({ provider: 'mem', placement: { machineType: 'small', image: 'debian-13' } }),
-    );
+    const { backends, store, rec } = await onMemory();
     await rec.reconcile('default/web');
     const ready = store.get('default/web')?.status;
     expect(ready?.phase).toBe('Ready');
