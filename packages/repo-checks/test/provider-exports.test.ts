@@ -13,6 +13,7 @@ const PROVIDERS = {
   'provider-proxmox': 'Proxmox',
   'provider-kubernetes': 'Kubernetes',
   'provider-gcp': 'Gcp',
+  'provider-hetzner': 'Hetzner',
   'provider-local': 'Local',
   'provider-kvm': 'Kvm',
   'provider-kvm2': 'Kvm2',

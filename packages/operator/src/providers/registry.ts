@@ -46,6 +46,7 @@ export const FIRST_PARTY_PROVIDERS: Readonly<Record<string, string>> = Object.fr
   kvm: '@proxy-op/provider-kvm',
   kvm2: '@proxy-op/provider-kvm2',
   gcp: '@proxy-op/provider-gcp',
+  hetzner: '@proxy-op/provider-hetzner',
   kubernetes: '@proxy-op/provider-kubernetes',
 });
 
