@@ -24,7 +24,7 @@ export {
 } from './errors.js';
 export { formatId, type HetznerId, parseId } from './id.js';
 export { profile, providerModule } from './module.js';
-export type { HetznerSeam, HetznerTimeouts } from './seam.js';
+export type { HetznerTimeouts } from './seam.js';
 
 import { providerModule } from './module.js';
 

@@ -50,10 +50,13 @@ export class Refusal extends Error {
   }
 }
 
-/** `invalid_input` naming one field, in the documented message form. */
-export function invalidField(field: string, messages: readonly string[]): Refusal {
+/**
+ * `invalid_input` naming one field, in the documented message form; `short` leaves the field's
+ * messages out of the message (as the API answers a bad label), keeping them in the details.
+ */
+export function invalidField(field: string, messages: readonly string[], short = false): Refusal {
   const message =
-    messages.length === 0
+    messages.length === 0 || short
       ? `invalid input in field '${field}'`
       : `invalid input in field '${field}': ${messages.join(', ')}`;
   return new Refusal('invalid_input', message, { fields: [{ name: field, messages }] });

@@ -199,7 +199,7 @@ export class HetznerDouble {
   /** Labels the API would refuse are `invalid_input`, as the API answers them. */
   checkLabels(labels: unknown): void {
     const problems = labelsProblems(labels);
-    if (problems.length > 0) throw invalidField('labels', problems);
+    if (problems.length > 0) throw invalidField('labels', problems, true);
   }
 
   /** Items whose labels match `label_selector` (all when there is none); a bad selector is `invalid_input`. */
