@@ -11,6 +11,9 @@
 //
 // Run with `npm run bench` (after `npm run build`).
 import { fork } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type Instance,
@@ -26,6 +29,9 @@ import type { AnyProviderModule } from '../dist/providers/registry.js';
 
 const N = Number(process.env.BENCH_PROXIES ?? 1000);
 const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? 65_000);
+
+/** Where the i-th proxy reads its password file (the parent makes the folder). */
+const passwordFileOf = (i: number) => join(process.env.BENCH_DIR ?? '.', `p${i}.passwd`);
 
 /** The i-th proxy's address: 127.0.80.1 onwards, 250 per /24. */
 const addressOf = (i: number) => `127.0.${80 + Math.floor(i / 250)}.${1 + (i % 250)}`;
@@ -45,6 +51,9 @@ const cpuMs = () => {
 async function proxies(): Promise<void> {
   const all: ForwardProxy[] = [];
   for (let i = 0; i < N; i++) {
+    // Empty until the operator's Create writes the Proxy's password file: every credential is
+    // refused before then, and only the Proxy's own after.
+    await writeFile(passwordFileOf(i), '');
     all.push(
       await startForwardProxy({
         name: `p${i}`,
@@ -52,10 +61,13 @@ async function proxies(): Promise<void> {
         port: 3128,
         allowedSources: ['127.0.0.0/8'],
         outgoingAddress: addressOf(i),
+        auth: { realm: `bench p${i}`, passwordFile: passwordFileOf(i) },
+        // The probe target runs on loopback, which the default policy refuses.
+        egress: { allow: ['127.0.0.1:1-65535'] },
       }),
     );
   }
-  process.send?.({ ev: 'listening' } satisfies Msg);
+  // The handler is in place before the parent hears of it: its first question comes at once.
   process.on('message', async (m: { cmd: string }) => {
     if (m.cmd === 'cpu') {
       const c = process.cpuUsage();
@@ -65,6 +77,7 @@ async function proxies(): Promise<void> {
       process.exit(0);
     }
   });
+  process.send?.({ ev: 'listening' } satisfies Msg);
 }
 
 // ---- the operator's child ----
@@ -74,7 +87,15 @@ const ids = idFormat(['bench', ':i'], { i: /^\d+$/ });
 /** A provider whose instance `proxy-...-<i>` is the forward proxy at the i-th address. */
 const benchModule: ProviderModule<Record<string, unknown>, object, { i: string }> = {
   type: 'bench',
-  profile,
+  // The reference's choices, but what this provider does: no updateAuth (credentials change by
+  // replacement), not billed, never taken back, no IPv6 ranges.
+  profile: {
+    ...profile,
+    credentialRotation: 'replace',
+    billing: 'none',
+    preemption: 'never',
+    ipv6Egress: 'none',
+  },
   configSchema: { '~standard': { version: 1, vendor: 'bench', validate: () => ({ value: {} }) } },
   classify: () => 'Transient',
   create: (): ProviderImplementation<{ i: string }> => {
@@ -84,6 +105,9 @@ const benchModule: ProviderModule<Record<string, unknown>, object, { i: string }
       lockKey: (id) => id.i,
       create: async (req) => {
         const i = /-(\d+)-[0-9a-f]{8}$/.exec(req.name)?.[1] ?? '0';
+        // The Proxy's password file goes where its proxy reads it, as cloud-init would put it.
+        if (req.auth !== undefined)
+          await writeFile(passwordFileOf(Number(i)), req.auth.passwordFile);
         made.set(i, { uid: req.uid, at: new Date() });
         return ids.format({ i });
       },
@@ -116,7 +140,7 @@ async function operatorChild(probing: boolean): Promise<void> {
     return update(key, status);
   };
   const providers = new ProviderSet();
-  await providers.apply({
+  const applied = await providers.apply({
     installation: 'bench',
     providers: [
       {
@@ -128,6 +152,9 @@ async function operatorChild(probing: boolean): Promise<void> {
       },
     ],
   });
+  // A provider that does not build would leave every Proxy Pending, and the run silent.
+  if (applied.problems.length > 0)
+    throw new Error(`bench provider: ${applied.problems.join('; ')}`);
   const target = probing
     ? await startProbeTarget({ listen: '127.0.0.1:0', tlsListen: '127.0.0.1:0' })
     : undefined;
@@ -223,7 +250,13 @@ function next<T extends Msg['ev'] | 'steady'>(
   });
 }
 
+/** A line on stderr as each part starts, so a run that stalls says where. */
+const part = (what: string) => console.error(`probe bench: ${what}`);
+
 async function parent(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'probe-bench-'));
+  process.env.BENCH_DIR = dir;
+  part(`starting ${N} forward proxies`);
   const px = child(['proxies']);
   await next(px, 'listening');
   const proxyCpu = async () => {
@@ -233,12 +266,14 @@ async function parent(): Promise<void> {
   };
   const runs: Record<string, Record<string, number>> = {};
   for (const mode of ['off', 'on'] as const) {
+    part(`the operator with probing ${mode}: ${N} Proxies to Ready`);
     const op = child(['operator', mode]);
     const before = await proxyCpu();
     const steady = mode === 'on' ? next(op, 'steady') : undefined;
     let proxiesAtSteady = before;
     if (steady !== undefined)
       void steady.then(async () => {
+        part(`steady state for ${STEADY_MS / 1000} s`);
         proxiesAtSteady = await proxyCpu();
       });
     const r = (await next(op, 'result')).result as Record<string, number>;
@@ -247,6 +282,7 @@ async function parent(): Promise<void> {
     runs[mode] = r;
   }
   px.send({ cmd: 'stop' });
+  await rm(dir, { recursive: true, force: true });
   const off = runs.off ?? {};
   const on = runs.on ?? {};
   const f = (x: number | undefined, d = 0) =>
