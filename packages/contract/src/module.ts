@@ -145,6 +145,9 @@ export async function validateConfig<T>(
   return result.value;
 }
 
+/** What marks a {@link ConfigError}, the same in every copy of this package. */
+const CONFIG_BRAND = Symbol.for('@proxy-op/contract.ConfigError');
+
 /** A config block that does not validate. `problems` has one line per issue, each with its path. */
 export class ConfigError extends Error {
   /** Always `PROVIDER_CONFIG_INVALID`. */
@@ -154,10 +157,23 @@ export class ConfigError extends Error {
   constructor(problems: readonly string[]) {
     super(`invalid provider config:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
+    Object.defineProperty(this, CONFIG_BRAND, { value: true });
   }
   /** Always `ConfigError`. */
   override get name(): string {
     return 'ConfigError';
+  }
+  /**
+   * True for a ConfigError from any copy of this package (a provider
+   * module installed beside another copy of the contract than its caller's).
+   */
+  static isInstance(value: unknown): value is ConfigError {
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[CONFIG_BRAND] === true &&
+      Array.isArray((value as { problems?: unknown }).problems)
+    );
   }
 }
 

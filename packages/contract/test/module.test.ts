@@ -121,6 +121,23 @@ describe('profile', () => {
   });
 });
 
+describe('ConfigError', () => {
+  it('is known from any copy of the package by its brand, not by its class', () => {
+    const err = new ConfigError(['acme.zones: is required']);
+    expect(ConfigError.isInstance(err)).toBe(true);
+    // What another copy of the contract would throw: the same brand, another class.
+    const other = Object.defineProperty(
+      Object.assign(new Error('invalid provider config'), { problems: ['x: bad'] }),
+      Symbol.for('@proxy-op/contract.ConfigError'),
+      { value: true },
+    );
+    expect(ConfigError.isInstance(other)).toBe(true);
+    expect(ConfigError.isInstance(new Error('invalid provider config'))).toBe(false);
+    expect(ConfigError.isInstance({ problems: [] })).toBe(false);
+    expect(ConfigError.isInstance(null)).toBe(false);
+  });
+});
+
 describe('config', () => {
   it('formats issue paths', () => {
     expect(
