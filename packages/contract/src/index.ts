@@ -55,6 +55,7 @@ export {
   deletionProblem,
   formatMark,
   formatMarkTime,
+  formatOwnerMark,
   installationProblem,
   MANAGED_VALUE,
   type Mark,
@@ -62,6 +63,7 @@ export {
   markedInstances,
   parseMark,
   parseMarkTime,
+  parseOwnerMark,
 } from './marks.js';
 export {
   type Clock,

@@ -95,6 +95,36 @@ export function parseMark(kv: Readonly<Record<string, string | undefined>>): Mar
   };
 }
 
+/**
+ * The mark but its time, as key/value pairs: managed, UID and installation,
+ * for a backend that keeps each instance's creation time itself (labels
+ * or tags beside a creation timestamp of the backend's own, §4.5 and §4.6).
+ */
+export function formatOwnerMark(owner: {
+  readonly uid: string;
+  readonly installation: string;
+}): Record<string, string> {
+  return {
+    [MarkKey.Managed]: MANAGED_VALUE,
+    [MarkKey.Uid]: owner.uid,
+    [MarkKey.Installation]: owner.installation,
+  };
+}
+
+/**
+ * Reads a mark written by {@link formatOwnerMark}: {@link parseMark} of
+ * the pairs, with the backend's own creation time (`createdAt`, RFC 3339;
+ * epoch 0 when missing or unreadable). Undefined when the managed key is
+ * not `"true"`.
+ */
+export function parseOwnerMark(
+  kv: Readonly<Record<string, string | undefined>>,
+  createdAt: string | undefined,
+): Mark | undefined {
+  const mark = parseMark(kv);
+  return mark === undefined ? undefined : { ...mark, createdAt: parseMarkTime(createdAt) };
+}
+
 /** True when a mark belongs to `installation` (default when omitted). */
 export function belongsTo(mark: Mark, installation: string = DEFAULT_INSTALLATION): boolean {
   return mark.installation === installation;

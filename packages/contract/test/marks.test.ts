@@ -6,11 +6,13 @@ import {
   DEFAULT_INSTALLATION,
   formatMark,
   formatMarkTime,
+  formatOwnerMark,
   installationProblem,
   MarkKey,
   markedInstances,
   parseMark,
   parseMarkTime,
+  parseOwnerMark,
 } from '../src/index.js';
 
 describe('marks', () => {
@@ -116,5 +118,26 @@ describe('markedInstances', () => {
       { id: 'd', uid: '', createdAt: at, installation: 'default' },
     ]);
     expect(Object.keys(listed[1] ?? {})).not.toContain('state');
+  });
+});
+
+describe('formatOwnerMark and parseOwnerMark', () => {
+  it("write the mark but its time, and read it back with the backend's own time", () => {
+    const kv = formatOwnerMark({ uid: 'u-1', installation: 'site-1' });
+    expect(kv).toEqual({
+      [MarkKey.Managed]: 'true',
+      [MarkKey.Uid]: 'u-1',
+      [MarkKey.Installation]: 'site-1',
+    });
+    expect(parseOwnerMark(kv, '2026-05-01T09:12:44.123-07:00')).toEqual({
+      uid: 'u-1',
+      installation: 'site-1',
+      createdAt: new Date('2026-05-01T16:12:44.123Z'),
+    });
+    expect(parseOwnerMark(kv, undefined)?.createdAt).toEqual(new Date(0));
+    expect(parseOwnerMark(kv, 'yesterday')?.createdAt).toEqual(new Date(0));
+    const { [MarkKey.Installation]: _gone, ...old } = kv;
+    expect(parseOwnerMark(old, undefined)?.installation).toBe(DEFAULT_INSTALLATION);
+    expect(parseOwnerMark({ ...kv, [MarkKey.Managed]: 'false' }, undefined)).toBeUndefined();
   });
 });
