@@ -22,7 +22,7 @@ import type { AwsConfig } from './config.js';
 import { Ec2ApiError } from './errors.js';
 import { ensureGroup } from './group.js';
 import { formatId } from './id.js';
-import { current, findInstances } from './lookup.js';
+import { current, findInstances, newestFirst } from './lookup.js';
 import type { Runtime } from './runtime.js';
 import type { InstanceView, RunSpec } from './seam.js';
 import { isLive } from './state.js';
@@ -182,18 +182,22 @@ export async function createInstance(
   for (let g = first; g < first + MAX_GENERATIONS; g++) {
     let inst: InstanceView;
     try {
+      rt.launches.set(spec(g).clientToken, Date.now());
       inst = await rt.seam.runInstance(spec(g), ctx.signal);
     } catch (err) {
-      // The token launched an instance that is gone, or a launch with other arguments: spent.
-      if (
-        Ec2ApiError.isInstance(err) &&
-        (err.ec2Code === 'IdempotentInstanceTerminated' ||
-          err.ec2Code === 'IdempotentParameterMismatch')
-      ) {
-        continue;
+      // The token's instance is gone: spent.
+      if (Ec2ApiError.isInstance(err) && err.ec2Code === 'IdempotentInstanceTerminated') continue;
+      const token = spec(g).clientToken;
+      if (Ec2ApiError.isInstance(err) && err.ec2Code === 'IdempotentParameterMismatch') {
+        // The token launched with other arguments. An attempt of this provider a moment ago
+        // (its creation time a second older) is this Create's launch, which EC2 may not show
+        // yet; any other launch with it is an earlier instance's: spent.
+        if (!launchedRecently(rt, token)) continue;
+        inst = await launchedWith(rt, token, req.name, ctx);
+      } else {
+        if (group.created) await undoGroup(rt, group.groupId, err, ctx);
+        throw refusal(err, placement, ctx);
       }
-      if (group.created) await undoGroup(rt, group.groupId, err, ctx);
-      throw refusal(err, placement, ctx);
     }
     if (!isLive(inst) || inst.state === 'shutting-down') continue;
     rt.recent.set(req.name, { instanceId: inst.instanceId, at: Date.now() });
@@ -206,6 +210,38 @@ export async function createInstance(
   throw ctx.transient(
     `instance ${req.name}: ${MAX_GENERATIONS} launches in a row answered with an instance that has ended; try again`,
   );
+}
+
+/** Whether this provider sent a launch with `token` within `consistency.windowMs`. */
+function launchedRecently(rt: Runtime, token: string): boolean {
+  const now = Date.now();
+  for (const [t, at] of rt.launches)
+    if (now - at >= rt.config.consistency.windowMs) rt.launches.delete(t);
+  return rt.launches.has(token);
+}
+
+/**
+ * The instance an earlier launch made with `token`, asked for by the token
+ * until EC2 shows it (`consistency.waitMs`); Transient when it does not.
+ */
+async function launchedWith(
+  rt: Runtime,
+  token: string,
+  name: string,
+  ctx: OperationContext,
+): Promise<InstanceView> {
+  const until = Date.now() + rt.config.consistency.waitMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+    const filters = [{ name: 'client-token', values: [token] }];
+    const [v] = newestFirst(await rt.seam.describeInstances({ filters }, ctx.signal));
+    if (v !== undefined) return v;
+    if (Date.now() + pause > until) {
+      throw ctx.transient(
+        `instance ${name}: an earlier launch with client token ${token} is not visible yet; try again`,
+      );
+    }
+    await ctx.sleep(pause);
+  }
 }
 
 /**

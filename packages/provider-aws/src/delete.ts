@@ -49,6 +49,7 @@ export async function deleteInstance(rt: Runtime, id: AwsId, ctx: DeleteContext)
       }
       throw err;
     }
+    rt.recent.delete(id.name);
     if (running.length > 0) {
       rt.log.debug({ name: id.name, instanceIds: running.join(',') }, 'aws termination accepted');
     }

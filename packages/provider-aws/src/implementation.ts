@@ -45,7 +45,7 @@ export function createImplementation(
     logger: deps.logger,
     budgeted: adapter !== undefined,
   });
-  const rt: Runtime = { config, seam, log, recent: new Map() };
+  const rt: Runtime = { config, seam, log, recent: new Map(), launches: new Map() };
   return bindOperations(rt, {
     ids: awsId,
     lockKey: (id) => id.name,

@@ -38,7 +38,11 @@ export async function listInstances(
   }
   for (const name of [...rt.recent.keys()]) {
     const r = recentLaunch(rt, name);
-    if (r === undefined || views.some((v) => v.instanceId === r.instanceId)) continue;
+    if (r === undefined) continue;
+    if (views.some((v) => v.instanceId === r.instanceId)) {
+      rt.recent.delete(name);
+      continue;
+    }
     const v = await awaitVisible(rt, r.instanceId, ctx);
     if (v !== undefined && readMark(v.tags) !== undefined)
       byName.set(name, [...(byName.get(name) ?? []), v]);

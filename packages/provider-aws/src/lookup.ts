@@ -68,7 +68,10 @@ export async function findInstances(
 ): Promise<InstanceView[]> {
   const views = await rt.seam.describeInstances({ filters: [nameFilter(name)] }, ctx.signal);
   const recent = recentLaunch(rt, name);
-  if (recent !== undefined && !views.some((v) => v.instanceId === recent.instanceId)) {
+  // Listed by the filter: EC2's consistency has caught up with it.
+  if (recent !== undefined && views.some((v) => v.instanceId === recent.instanceId)) {
+    rt.recent.delete(name);
+  } else if (recent !== undefined) {
     const v = await awaitVisible(rt, recent.instanceId, ctx);
     if (v === undefined) {
       throw ctx.transient(

@@ -27,4 +27,9 @@ export interface Runtime {
    * answer that does not show one yet is not taken for its absence.
    */
   readonly recent: Map<string, RecentLaunch>;
+  /**
+   * The client tokens of the launches sent within `consistency.windowMs`
+   * (ms since the epoch), answered or not.
+   */
+  readonly launches: Map<string, number>;
 }

@@ -286,6 +286,13 @@ export class Ec2Double {
     }
   }
 
+  /** EC2 stops listing a terminated instance (it does about an hour after the termination). */
+  forget(i: DoubleInstance): void {
+    if (i.state !== 'terminated')
+      throw new Error(`double: ${i.instanceId} is ${i.state}, not terminated`);
+    i.goneAt = Date.now();
+  }
+
   /** Makes an instance visible now (its consistency window ends). */
   reveal(i: DoubleInstance): void {
     i.visibleAt = Math.min(i.visibleAt, Date.now());

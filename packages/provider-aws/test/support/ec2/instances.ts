@@ -115,17 +115,17 @@ function runInstances(d: Ec2Double, p: Params): Record<string, Xml> {
   if (token !== '') {
     const seen = d.tokens.get(token);
     if (seen !== undefined) {
-      if (seen.digest !== digest) {
-        throw clientError(
-          'IdempotentParameterMismatch',
-          'Arguments on this idempotent request are inconsistent with arguments used in previous request(s).',
-        );
-      }
       const i = d.instances.get(seen.instanceId) as DoubleInstance;
       if (i.state === 'terminated') {
         throw clientError(
           'IdempotentInstanceTerminated',
           'The client token you have provided is associated with a resource that is already deleted. Please use a different client token.',
+        );
+      }
+      if (seen.digest !== digest) {
+        throw clientError(
+          'IdempotentParameterMismatch',
+          'Arguments on this idempotent request are inconsistent with arguments used in previous request(s).',
         );
       }
       return reservation(d, i);

@@ -12,7 +12,7 @@ export interface DoubleCredential {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   /** Present for temporary credentials: the token the request must carry. */
-  readonly sessionToken?: string | undefined;
+  readonly sessionToken?: string;
 }
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
