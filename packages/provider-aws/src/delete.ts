@@ -35,7 +35,9 @@ export async function deleteInstance(rt: Runtime, id: AwsId, ctx: DeleteContext)
     }
     const running = ours.filter((v) => v.state !== 'shutting-down').map((v) => v.instanceId);
     const taken = ours
-      .filter((v) => v.state === 'shutting-down' && wasPreempted(v))
+      .filter(
+        (v) => v.state === 'shutting-down' && wasPreempted(v) && v.tags[DELETED_TAG] === undefined,
+      )
       .map((v) => v.instanceId);
     try {
       if (running.length > 0) await rt.seam.terminateInstances(running, ctx.signal);

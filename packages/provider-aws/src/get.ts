@@ -102,15 +102,18 @@ export async function getInstance(
     // group is an older instance's, listed for garbage collection.
     throw ctx.notFound(`instance ${id.name} (${chosen.instanceId}) is ${chosen.state}`);
   }
+  if (wasDeleted(chosen)) {
+    if (await removeGroup(rt, group, {}, ctx)) {
+      throw ctx.notFound(`instance ${id.name} was terminated and its security group removed`);
+    }
+    return instanceOf(rt, id, chosen) as Instance;
+  }
   if (wasPreempted(chosen)) return instanceOf(rt, id, chosen) as Instance;
   const failure = launchFailure(chosen);
   if (failure !== undefined) {
     const message = `instance ${id.name}: ${failure.message}`;
     if (failure.errorClass === 'QuotaExceeded') throw ctx.quotaExceeded(message);
     throw failure.errorClass === 'Permanent' ? ctx.permanent(message) : ctx.transient(message);
-  }
-  if (wasDeleted(chosen) && (await removeGroup(rt, group, {}, ctx))) {
-    throw ctx.notFound(`instance ${id.name} was terminated and its security group removed`);
   }
   return instanceOf(rt, id, chosen) as Instance;
 }

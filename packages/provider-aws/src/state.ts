@@ -33,12 +33,16 @@ export function isLive(v: InstanceView): boolean {
   return v.state !== 'terminated';
 }
 
-/** Whether EC2 took the instance back (a Spot interruption) and Delete has not collected it yet. */
+/** Whether EC2 took the instance back (a Spot interruption). */
 export function wasPreempted(v: InstanceView): boolean {
-  return v.stateReason === SPOT_TERMINATION && v.tags[DELETED_TAG] === undefined;
+  return v.stateReason === SPOT_TERMINATION;
 }
 
-/** Whether a Delete (or a person) ended the instance. */
+/**
+ * Whether a Delete (or a person) ended the instance, or a Delete came for
+ * it while EC2 was taking it back: once it is terminated, its end is
+ * collected.
+ */
 export function wasDeleted(v: InstanceView): boolean {
   return v.stateReason === USER_SHUTDOWN || v.tags[DELETED_TAG] !== undefined;
 }
@@ -59,7 +63,9 @@ export function launchFailure(
  * The contract's state of an instance: `pending` is Provisioning,
  * `running` Running with an address and Provisioning without one,
  * `stopping` and `stopped` Stopped, `shutting-down` and `terminated`
- * Preempted when EC2 took a Spot Instance back and Terminated otherwise;
+ * Preempted when EC2 took a Spot Instance back (a Delete under way
+ * included, so the state does not change under the operator) and
+ * Terminated otherwise;
  * any other state is Stopped.
  */
 export function mapState(v: InstanceView, ip: string | undefined): State {

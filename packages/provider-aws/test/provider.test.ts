@@ -373,13 +373,14 @@ describe('Spot Instances EC2 takes back', () => {
     expect(await fx.provider.listByTag()).toEqual([]);
   });
 
-  it('Delete while EC2 is still taking it back tags it, so it ends as deleted rather than Preempted', async () => {
+  it('Delete while EC2 is still taking it back tags it, so once terminated it is collected', async () => {
     const fx = await fixture({ config: { market: 'spot' }, double: { terminateMs: 60_000 } });
     const id = await fx.provider.create(request(fx));
     fx.double.interrupt(fx.instanceOf(id));
     await fx.provider.delete(id);
     expect(last(fx, 'CreateTags')).toMatchObject({ Tag: [{ Key: 'proxy-operator-deleted' }] });
-    expect((await fx.provider.get(id)).state).toBe('Terminated');
+    // Still Preempted while EC2 takes it back (the operator sees one state throughout).
+    expect((await fx.provider.get(id)).state).toBe('Preempted');
     fx.double.settle();
     expect(await fx.provider.get(id).catch(isNotFound)).toBe(true);
     expect(fx.double.groups.size).toBe(0);
