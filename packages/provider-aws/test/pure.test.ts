@@ -1,6 +1,8 @@
 // Peer: none (pure functions): the config schema and its messages, the classify table, the
 // client tokens and tags, the state mapping and addresses, the credentials file, what a seam
 // call puts on its span and log line.
+
+import { readFileSync } from 'node:fs';
 import {
   ConfigError,
   createProvider,
@@ -108,6 +110,35 @@ describe('the config block', () => {
   });
 });
 
+describe('the README’s config table', () => {
+  it('gives every default as CONFIG_DEFAULTS has it', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const rows = readme
+      .slice(readme.indexOf('## Config reference'))
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .map((l) => l.split('|').map((c) => c.trim()));
+    const cell = (v: unknown): string =>
+      Array.isArray(v)
+        ? v.length === 0
+          ? 'none'
+          : v.map((x) => `\`${x}\``).join(', ')
+        : typeof v === 'number'
+          ? String(v)
+          : `\`${String(v)}\``;
+    let checked = 0;
+    for (const [, field = '', , dflt = ''] of rows) {
+      const path = field.replace(/`/g, '').split('.');
+      let v: unknown = CONFIG_DEFAULTS;
+      for (const p of path) v = (v as Record<string, unknown> | undefined)?.[p];
+      if (v === undefined) continue;
+      expect(dflt, field).toBe(cell(v));
+      checked++;
+    }
+    expect(checked).toBe(12);
+  });
+});
+
 describe('IDs, names and client tokens', () => {
   it('IDs are regions/<region>/instances/<name>, parsed strictly', () => {
     expect(formatId({ region: 'eu-central-1', name: 'proxy-web-1' })).toBe(
@@ -184,7 +215,7 @@ describe('states, addresses and locations', () => {
         }),
         undefined,
       ),
-    ).toBe('Terminated');
+    ).toBe('Preempted');
     expect(mapState(view({ state: 'hibernated' }), '203.0.113.1')).toBe('Stopped');
   });
 
