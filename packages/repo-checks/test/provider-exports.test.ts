@@ -14,6 +14,7 @@ const PROVIDERS = {
   'provider-kubernetes': 'Kubernetes',
   'provider-gcp': 'Gcp',
   'provider-hetzner': 'Hetzner',
+  'provider-aws': 'Aws',
   'provider-local': 'Local',
   'provider-kvm': 'Kvm',
   'provider-kvm2': 'Kvm2',

@@ -47,6 +47,7 @@ export const FIRST_PARTY_PROVIDERS: Readonly<Record<string, string>> = Object.fr
   kvm2: '@proxy-op/provider-kvm2',
   gcp: '@proxy-op/provider-gcp',
   hetzner: '@proxy-op/provider-hetzner',
+  aws: '@proxy-op/provider-aws',
   kubernetes: '@proxy-op/provider-kubernetes',
 });
 
