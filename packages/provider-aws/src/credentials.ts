@@ -13,7 +13,9 @@ import { CredentialsError } from './errors.js';
 
 /** AWS credentials, as `@aws-sdk/client-ec2` takes them. */
 export interface AwsIdentity {
+  /** The access key ID (`AKIA…`, or `ASIA…` for temporary credentials). */
   readonly accessKeyId: string;
+  /** The secret access key: declared secret, never logged. */
   readonly secretAccessKey: string;
   /** Set for temporary credentials. */
   readonly sessionToken?: string;
