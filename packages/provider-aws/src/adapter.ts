@@ -29,7 +29,7 @@ import {
   fileCredentials,
 } from './credentials.js';
 import { Ec2ApiError } from './errors.js';
-import type { Ec2Seam, GroupView, InstanceView } from './seam.js';
+import type { Ec2Seam, GroupSpec, GroupView, InstanceView } from './seam.js';
 
 /** What the production seam is built from. */
 export interface Ec2AdapterOptions {
@@ -295,7 +295,7 @@ export function createEc2Adapter(o: Ec2AdapterOptions): Ec2Adapter {
   };
 }
 
-function groupInput(spec: import('./seam.js').GroupSpec, dryRun: boolean) {
+function groupInput(spec: GroupSpec, dryRun: boolean) {
   return {
     GroupName: spec.groupName,
     Description: spec.description,

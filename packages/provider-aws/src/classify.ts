@@ -53,11 +53,10 @@ const PERMANENT_PREFIXES = [
 ];
 
 /** The class of one EC2 error code (see {@link classify}). */
-export function ec2CodeClass(code: string, httpStatus: number | undefined): ErrorClass {
+export function ec2CodeClass(code: string): ErrorClass {
   if (code === 'InvalidInstanceID.NotFound') return 'NotFound';
   if (QUOTA.has(code)) return 'QuotaExceeded';
   if (PERMANENT.has(code) || PERMANENT_PREFIXES.some((p) => code.startsWith(p))) return 'Permanent';
-  if (httpStatus === undefined || httpStatus >= 500 || httpStatus === 429) return 'Transient';
   return 'Transient';
 }
 
@@ -75,6 +74,6 @@ export function ec2CodeClass(code: string, httpStatus: number | undefined): Erro
 export function classify(_op: Operation, err: unknown): ErrorClass {
   if (ProviderError.isInstance(err)) return err.errorClass;
   if (CredentialsError.isInstance(err)) return err.kind === 'invalid' ? 'Permanent' : 'Transient';
-  if (Ec2ApiError.isInstance(err)) return ec2CodeClass(err.ec2Code, err.httpStatus);
+  if (Ec2ApiError.isInstance(err)) return ec2CodeClass(err.ec2Code);
   return 'Transient';
 }

@@ -182,6 +182,7 @@ export async function createInstance(
   for (let g = first; g < first + MAX_GENERATIONS; g++) {
     let inst: InstanceView;
     try {
+      forgetOldLaunches(rt);
       rt.launches.set(spec(g).clientToken, Date.now());
       inst = await rt.seam.runInstance(spec(g), ctx.signal);
     } catch (err) {
@@ -214,10 +215,15 @@ export async function createInstance(
 
 /** Whether this provider sent a launch with `token` within `consistency.windowMs`. */
 function launchedRecently(rt: Runtime, token: string): boolean {
-  const now = Date.now();
-  for (const [t, at] of rt.launches)
-    if (now - at >= rt.config.consistency.windowMs) rt.launches.delete(t);
+  forgetOldLaunches(rt);
   return rt.launches.has(token);
+}
+
+/** Forgets the launches older than `consistency.windowMs`, so neither record grows without bound. */
+function forgetOldLaunches(rt: Runtime): void {
+  const since = Date.now() - rt.config.consistency.windowMs;
+  for (const [token, at] of rt.launches) if (at <= since) rt.launches.delete(token);
+  for (const [name, r] of rt.recent) if (r.at <= since) rt.recent.delete(name);
 }
 
 /**
