@@ -41,10 +41,18 @@ export async function observeInstance(
   } catch (err) {
     if (!isNotFound(err)) throw err;
     if (st.phase === 'Replacing') {
-      // The deletion a replacement asked for (returns early) is over: no surprise.
+      // The deletion a replacement asked for (returns early) is over: no surprise. The
+      // replacement is done with it, so the next instance starts as any new one does.
       const reason = getCondition(st.conditions, 'Ready')?.reason;
       c.log.info({ providerID, reason }, 'instance deleted; creating another');
       clearInstance(c);
+      st.phase = 'Provisioning';
+      c.status.cond(
+        'Ready',
+        'False',
+        'Provisioning',
+        'the instance was replaced; creating another',
+      );
       await c.status.write();
       return { requeueAfter: 0 };
     }
