@@ -7,5 +7,7 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // The SDK is loaded before each file's tests, not inside a test's first call budget.
+    setupFiles: ['test/support/warm-sdk.ts'],
   },
 });
