@@ -64,6 +64,16 @@ interface Controls {
   answering: Set<string>;
   failBind: NodeJS.ErrnoException | undefined;
   delays: Map<Method, number>;
+  /** Backend calls under way, including those carried on after their caller gave up. */
+  inFlight: Set<Promise<unknown>>;
+}
+
+/** Holds `work` in `c.inFlight` until it settles, so cleanup can wait for it. */
+function tracked<T>(c: Controls, work: Promise<T>): Promise<T> {
+  c.inFlight.add(work);
+  const done = () => c.inFlight.delete(work);
+  work.then(done, done);
+  return work;
 }
 
 /** Wraps the production seam with the harness's controls. */
@@ -88,13 +98,13 @@ function controlledSeam(real: LocalSeam, c: Controls): LocalSeam {
           // The call has reached the backend: it is carried out once released, even if its
           // caller gave up meanwhile.
           b.gate.reach();
-          return abortable(b.gate.released.then(call), signal);
+          return abortable(tracked(c, b.gate.released.then(call)), signal);
         }
       }
       const delay = c.delays.get(method);
       if (delay !== undefined) await abortable(new Promise((r) => setTimeout(r, delay)), signal);
       signal?.throwIfAborted();
-      return (body as (...a: unknown[]) => unknown)(...args);
+      return tracked(c, Promise.resolve((body as (...a: unknown[]) => unknown)(...args)));
     }) as unknown as LocalSeam[M];
   return {
     readState: wrap('readState', (name, signal) => real.readState(name, signal)),
@@ -216,6 +226,7 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
     answering: new Set(),
     failBind: undefined,
     delays: new Map(),
+    inFlight: new Set(),
   };
   const seam = controlledSeam(createProcessSeam(config), c);
   const provider = await createProvider(providerModule, 'local-a', config, { ...deps, seam });
@@ -492,6 +503,13 @@ export async function createLocalFixture(deps: ConformanceDeps): Promise<{
         server.close();
         server.closeAllConnections();
       }
+      // A call released after its caller gave up is still writing into the folder (a check's
+      // probe file): removing the folder under it fails with ENOTEMPTY.
+      // Bounded: a call held by a test that never released it must not hang the suite.
+      await Promise.race([
+        Promise.allSettled([...c.inFlight]),
+        new Promise((r) => setTimeout(r, 10_000).unref()),
+      ]);
       await removeStateDir(dir);
     },
   };
