@@ -1,4 +1,6 @@
-// Peer: none (in-process). KeyedLock against a naive Map of promise chains.
+// Peer: none (in-process). KeyedLock against a naive Map of promise chains. Each test prints
+// a markdown table row; BENCH_SMOKE=1 is the smoke run CI makes (runs of a few milliseconds, only
+// to show the benchmark runs and measures).
 import { type BenchResult, test } from 'vitest';
 import { KeyedLock } from '../src/index.js';
 
@@ -22,15 +24,26 @@ class ChainLock<K> {
   }
 }
 
-const runOpts = { time: 500, warmupTime: 100 };
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const runOpts = SMOKE ? { time: 30, warmupTime: 10 } : { time: 500, warmupTime: 100 };
+/** Says on stderr which part starts, so a stall names where it is. */
+const part = (name: string) => process.stderr.write(`bench: ${name}…\n`);
 
 function printRatio(what: string, ours: BenchResult, naive: BenchResult): void {
   const ratio = ours.throughput.mean / naive.throughput.mean;
-  console.log(`${what}: KeyedLock is ${ratio.toFixed(2)}x the naive reference's throughput`);
+  const ops = (r: BenchResult) => `${Math.round(r.throughput.mean).toLocaleString('en-US')} ops/s`;
+  console.log(
+    [
+      '| measure | KeyedLock | Map of promise chains | KeyedLock / chains |',
+      '|---|---:|---:|---:|',
+      `| ${what} | ${ops(ours)} | ${ops(naive)} | ${ratio.toFixed(2)}x |`,
+    ].join('\n'),
+  );
 }
 const WAITERS = 100;
 
 test('uncontended acquire + release', async ({ bench }) => {
+  part('uncontended acquire + release');
   const lock = new KeyedLock();
   const naive = new ChainLock<string>();
   const r = await bench.compare(
@@ -42,10 +55,11 @@ test('uncontended acquire + release', async ({ bench }) => {
     }),
     runOpts,
   );
-  printRatio('uncontended', r.get('KeyedLock'), r.get('Map of promise chains'));
+  printRatio('uncontended acquire + release', r.get('KeyedLock'), r.get('Map of promise chains'));
 });
 
 test(`contended hand-over, ${WAITERS} waiters on one key`, async ({ bench }) => {
+  part(`contended hand-over, ${WAITERS} waiters on one key`);
   const lock = new KeyedLock();
   const naive = new ChainLock<string>();
   const r = await bench.compare(
@@ -61,5 +75,9 @@ test(`contended hand-over, ${WAITERS} waiters on one key`, async ({ bench }) => 
     }),
     runOpts,
   );
-  printRatio('contended', r.get('KeyedLock'), r.get('Map of promise chains'));
+  printRatio(
+    `contended hand-over, ${WAITERS} waiters on one key`,
+    r.get('KeyedLock'),
+    r.get('Map of promise chains'),
+  );
 });

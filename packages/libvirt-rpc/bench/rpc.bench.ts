@@ -7,22 +7,39 @@
 // Run with `npm run bench` after `npm run build`, as root. BENCH_SECONDS sets
 // how long each call loop runs (default 3), BENCH_ROUNDS how many alternating
 // rounds are run (default 3, best kept), BENCH_UPLOAD_MIB the upload size
-// (default 512; 0 skips the upload).
+// (default 512; 0 skips the upload). BENCH_SMOKE=1 is the smoke run CI makes
+// (short loops at 1 and 64 in flight, one round, a 4 MiB upload), only to show
+// the benchmark runs and measures. Without libvirtd it says it skipped; without
+// python3-libvirt the C client's column is left out with the reason (under
+// CI=true, where .ci/apt-packages installs both, either fails the run).
 import { execFile } from 'node:child_process';
 import { createReadStream, readFileSync } from 'node:fs';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startLibvirtd } from '@proxy-op/libvirt-harness';
+import { LIBVIRTD_PEERS, startLibvirtd } from '@proxy-op/libvirt-harness';
 import { connect, type LibvirtClient, unixDialer } from '@proxy-op/libvirt-rpc';
+import { missingPeers } from '@proxy-op/testkit';
 
 const exec = promisify(execFile);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-const UPLOAD_MIB = Number(process.env.BENCH_UPLOAD_MIB ?? 512);
-const IN_FLIGHT = [1, 8, 64, 256];
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const CI = process.env.CI === 'true';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (SMOKE ? 0.3 : 3));
+const UPLOAD_MIB = Number(process.env.BENCH_UPLOAD_MIB ?? (SMOKE ? 4 : 512));
+const IN_FLIGHT = SMOKE ? [1, 64] : [1, 8, 64, 256];
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SMOKE ? 1 : 3));
+const WARM_CALLS = SMOKE ? 200 : 2000;
 const PYTHON = '/usr/bin/python3';
+/** Says on stderr which part starts, so a stall names where it is. */
+const part = (name: string) => process.stderr.write(`bench: ${name}…\n`);
+
+const noDaemon = missingPeers(LIBVIRTD_PEERS);
+if (noDaemon !== undefined) {
+  if (CI) throw new Error(`libvirtd: ${noDaemon} (.ci/apt-packages installs libvirt-daemon)`);
+  console.log(`skipped: libvirtd is what this benchmark measures against, and ${noDaemon}`);
+  process.exit(0);
+}
 const TICK = Number((await exec('getconf', ['CLK_TCK'])).stdout);
 
 interface Rate {
@@ -42,7 +59,7 @@ function cpuSeconds(pid: number): number {
 
 /** `inFlight` loops of calls on one connection for SECONDS seconds. */
 async function ours(c: LibvirtClient, inFlight: number, daemonPid: number): Promise<Rate> {
-  for (let i = 0; i < 2000; i++) await c.connectGetLibVersion(); // warm up
+  for (let i = 0; i < WARM_CALLS; i++) await c.connectGetLibVersion(); // warm up
   const end = Date.now() + SECONDS * 1000;
   let n = 0;
   const d0 = cpuSeconds(daemonPid);
@@ -77,7 +94,7 @@ def own_cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 c = libvirt.open(${JSON.stringify(uri)})
-for _ in range(2000): c.getLibVersion()
+for _ in range(${WARM_CALLS}): c.getLibVersion()
 count = [0] * ${inFlight}
 stop = time.time() + ${SECONDS}
 def work(i):
@@ -93,8 +110,8 @@ print(json.dumps({'rate': sum(count) / s, 'daemon': (daemon_cpu() - d0) / s, 'cl
   return JSON.parse((await exec(PYTHON, ['-c', script], { timeout: 120_000 })).stdout) as Rate;
 }
 
-const fmt = (n: number) => n.toFixed(0).padStart(9);
-const pct = (n: number) => `${(n * 100).toFixed(0)}%`.padStart(5);
+const fmt = (n: number) => n.toFixed(0);
+const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 const load = () =>
   loadavg()
@@ -102,8 +119,20 @@ const load = () =>
     .join(' ');
 
 console.log(`load average before: ${load()}`);
+part('libvirtd');
 const daemon = await startLibvirtd();
 try {
+  // The C client (python3-libvirt): without it its column is left out.
+  const noC = (await exec(PYTHON, ['-c', 'import libvirt']).then(
+    () => undefined,
+    (e: Error) => e.message.split('\n').findLast((l) => l.trim() !== '') ?? e.message,
+  )) as string | undefined;
+  if (noC !== undefined) {
+    if (CI) throw new Error(`python3-libvirt: ${noC} (.ci/apt-packages installs it)`);
+    console.error(
+      `bench: the C client's column left out (apt-get install python3-libvirt): ${noC}`,
+    );
+  }
   const uri = daemon.uri('test:///default');
   const client = await connect({
     dialer: unixDialer(daemon.socket),
@@ -115,40 +144,50 @@ try {
   // too) and the best of each is kept, so a burst of load on a shared
   // machine does not decide the comparison.
   // Warm up the JIT and the daemon's worker threads before anything is timed.
+  part('warm-up');
   await ours(client, 64, daemon.pid);
   await ours(clientKa, 1, daemon.pid);
   const runs = new Map<string, Rate[]>();
   const add = (key: string, r: Rate) => runs.set(key, [...(runs.get(key) ?? []), r]);
   for (let round = 0; round < ROUNDS; round++) {
     for (const w of IN_FLIGHT) {
+      part(`round ${round + 1}: small calls, ${w} in flight`);
       const pair: [string, () => Promise<Rate>][] = [
         [`ours ${w}`, () => ours(client, w, daemon.pid)],
-        [`C ${w}`, () => theirs(uri, w, daemon.pid)],
       ];
+      if (noC === undefined) pair.push([`C ${w}`, () => theirs(uri, w, daemon.pid)]);
       if (round % 2 === 1) pair.reverse();
       for (const [key, run] of pair) add(key, await run());
     }
+    part(`round ${round + 1}: small calls, keepalive on`);
     add('ours 1 keepalive', await ours(clientKa, 1, daemon.pid));
     const line = IN_FLIGHT.map((w) => {
       const a = runs.get(`ours ${w}`)![round]!;
-      const b = runs.get(`C ${w}`)![round]!;
-      return `${w}: ${a.rate.toFixed(0)}/${b.rate.toFixed(0)} = ${ratio(a.rate, b.rate)}`;
+      const b = runs.get(`C ${w}`)?.[round];
+      return b === undefined
+        ? `${w}: ${a.rate.toFixed(0)}`
+        : `${w}: ${a.rate.toFixed(0)}/${b.rate.toFixed(0)} = ${ratio(a.rate, b.rate)}`;
     }).join(', ');
     console.log(`round ${round + 1} (calls/s, this client/C client, in flight): ${line}`);
   }
   await client.close();
   await clientKa.close();
-  const best = (key: string) => runs.get(key)!.reduce((a, b) => (b.rate > a.rate ? b : a));
+  const best = (key: string) => runs.get(key)?.reduce((a, b) => (b.rate > a.rate ? b : a));
 
   console.log(
     `\nsmall calls (CONNECT_GET_LIB_VERSION on test:///default), calls/s, best of ${ROUNDS} alternating rounds of ${SECONDS} s;`,
   );
-  console.log('CPU is in cores x 100 while the round ran (daemon / client)');
-  console.log('in flight        this client  daemon client     C client  daemon client   ratio');
-  const row = (label: string, a: Rate, b: Rate) =>
-    console.log(
-      `${label.padEnd(15)}${fmt(a.rate)}    ${pct(a.daemon)}  ${pct(a.client)}    ${fmt(b.rate)}    ${pct(b.daemon)}  ${pct(b.client)}   ${ratio(a.rate, b.rate)}`,
-    );
+  console.log('CPU is in cores x 100 while the round ran (daemon / client)\n');
+  console.log(
+    '| in flight | this client | daemon | client | C client | daemon | client | this / C |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  const row = (label: string, a: Rate | undefined, b: Rate | undefined) => {
+    if (a === undefined || a.rate === 0) throw new Error(`${label}: no call was made`);
+    const c = b === undefined ? ['—', '—', '—', '—'] : [fmt(b.rate), pct(b.daemon), pct(b.client)];
+    if (b !== undefined) c.push(ratio(a.rate, b.rate));
+    console.log(`| ${label} | ${[fmt(a.rate), pct(a.daemon), pct(a.client), ...c].join(' | ')} |`);
+  };
   for (const w of IN_FLIGHT) row(String(w), best(`ours ${w}`), best(`C ${w}`));
   row('1, keepalive on', best('ours 1 keepalive'), best('C 1'));
   console.log(`load average after calls: ${load()}`);
@@ -160,6 +199,7 @@ try {
 
 async function upload(): Promise<void> {
   // Upload: the same file into a fresh raw volume each way.
+  part(`volume upload, ${UPLOAD_MIB} MiB`);
   const poolDir = join(daemon.dir, 'bench-pool');
   await mkdir(poolDir, { recursive: true });
   await daemon.virsh('qemu:///system', ['pool-create-as', 'bench', 'dir', '--target', poolDir]);
@@ -202,10 +242,11 @@ async function upload(): Promise<void> {
   await daemon.virsh('qemu:///system', ['pool-destroy', 'bench']);
   const best = (xs: number[]) => Math.min(...xs);
   const mibs = (s: number) => size / 1024 / 1024 / s;
-  console.log(`\nvolume upload, ${UPLOAD_MIB} MiB into a dir pool (best of ${ROUNDS})`);
-  console.log('                 this client   virsh vol-upload   ratio');
+  console.log(`\nvolume upload, ${UPLOAD_MIB} MiB into a dir pool (best of ${ROUNDS})\n`);
+  console.log('| measure | this client | virsh vol-upload | this / virsh |');
+  console.log('|---|---:|---:|---:|');
   console.log(
-    `MiB/s            ${fmt(mibs(best(times.ours)))}   ${fmt(mibs(best(times.virsh)))}          ${ratio(mibs(best(times.ours)), mibs(best(times.virsh)))}`,
+    `| MiB/s | ${fmt(mibs(best(times.ours)))} | ${fmt(mibs(best(times.virsh)))} | ${ratio(mibs(best(times.ours)), mibs(best(times.virsh)))} |`,
   );
   console.log(`load average after upload: ${load()}`);
 }
