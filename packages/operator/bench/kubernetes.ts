@@ -7,6 +7,9 @@
 //
 // Run with `npm run bench` (after `npm run build`). The server runs in this process; the
 // operator runs alone in a child process (started with --expose-gc), so its memory is its own.
+// BENCH_PROXIES sets N (default 1000), BENCH_STEADY_MS the steady window (default 40 s);
+// BENCH_SMOKE=1 is the smoke run CI makes (30 Proxies, a 1 s window), only to show the benchmark
+// runs and measures.
 import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
@@ -25,8 +28,13 @@ import {
   parseProvidersConfig,
 } from '../dist/index.js';
 
-const N = Number(process.env.BENCH_PROXIES ?? 1000);
-const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? 40_000);
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const N = Number(process.env.BENCH_PROXIES ?? (SMOKE ? 30 : 1000));
+const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? (SMOKE ? 1_000 : 40_000));
+/** Says on stderr which part starts, so a stall names where it is. */
+const part = (name: string) => process.stderr.write(`bench: kubernetes: ${name}…\n`);
+/** A count, `none` when it was measured and came out zero. */
+const count0 = (n: number, d = 0) => (n === 0 ? 'none' : n.toFixed(d));
 const CONCURRENCY = 16;
 
 // ---- the operator, in the child ----
@@ -234,6 +242,7 @@ async function parent(): Promise<void> {
     await call(server, 'POST', '/api/v1/namespaces', { metadata: { name: ns } });
   }
   // The server alone: creates, then the operator's writes with no operator.
+  part(`baseline: ${N} creates and the operator's writes, no operator`);
   let t = performance.now();
   await createAll(server, 'base');
   const createOnlyMs = performance.now() - t;
@@ -245,17 +254,24 @@ async function parent(): Promise<void> {
     execArgv: ['--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  // A child that exits before it answers fails the run instead of leaving it waiting.
   const waitFor = <E extends FromChild['ev']>(ev: E) =>
-    new Promise<Extract<FromChild, { ev: E }>>((resolve) => {
+    new Promise<Extract<FromChild, { ev: E }>>((resolve, reject) => {
+      const exited = (code: number | null) =>
+        reject(new Error(`the operator's child exited with ${code} before "${ev}"`));
       const on = (m: FromChild) => {
         if (m.ev === ev) {
           op.off('message', on);
+          op.off('exit', exited);
           resolve(m as Extract<FromChild, { ev: E }>);
         }
       };
       op.on('message', on);
+      op.once('exit', exited);
     });
+  part('the operator starting');
   const started = await waitFor('started');
+  part(`${N} Proxies to Ready`);
   server.counters.reset();
   const ready = waitFor('ready');
   t = performance.now();
@@ -275,9 +291,11 @@ async function parent(): Promise<void> {
   op.send({ cmd: 'memory' });
   const mem = await waitFor('memory');
   // Steady state: nothing changes for a while; count what the operator asks meanwhile.
+  part(`steady state for ${STEADY_MS / 1000} s`);
   server.counters.reset();
   await new Promise((r) => setTimeout(r, STEADY_MS));
   const steady = server.counters.summary();
+  part('the operator stopping');
   op.send({ cmd: 'stop' });
   const { backendHeap } = await waitFor('stopped');
   agent?.destroy();
@@ -297,9 +315,9 @@ async function parent(): Promise<void> {
   console.log(`| Proxies/s, apply to Ready | ${f((N / toReadyMs) * 1000)} |`);
   console.log(`| API requests per Proxy (all of the operator's) | ${f(requests / N, 2)} |`);
   console.log(`| writes to the Proxy per Proxy (finalizer, status) | ${f(proxyWrites / N, 2)} |`);
-  console.log(`| Events created per Proxy | ${f(eventWrites / N, 2)} |`);
-  console.log(`| GETs of a Proxy (re-reads after a conflict) | ${reads} |`);
-  console.log(`| full lists of Proxies during the run | ${lists} |`);
+  console.log(`| Events created per Proxy | ${count0(eventWrites / N, 2)} |`);
+  console.log(`| GETs of a Proxy (re-reads after a conflict) | ${count0(reads)} |`);
+  console.log(`| full lists of Proxies during the run | ${count0(lists)} |`);
   console.log(
     `| operator heap per Proxy (after GC) | ${f(kib((mem.heap - started.heap) / N), 2)} KiB |`,
   );
@@ -309,6 +327,8 @@ async function parent(): Promise<void> {
   console.log(`| operator RSS growth per Proxy | ${f(kib((mem.rss - started.rss) / N), 2)} KiB |`);
   console.log(`| informer lists in the operator (1 = the first) | ${mem.lists} |`);
   console.log('\nBaseline (the same server, no operator):\n');
+  console.log('| measure | value |');
+  console.log('|---|---:|');
   console.log(`| the ${N} creates alone | ${f(createOnlyMs)} ms |`);
   console.log(
     `| the operator's writes, made directly (a GET, a patch, 2 status PUTs per Proxy, 3 workers) | ${f(baselineMs)} ms |`,

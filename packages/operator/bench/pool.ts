@@ -3,6 +3,8 @@
 // beside the same number of plain Proxies. Reports time to converge, the writes each replaced
 // Proxy costs (Proxy status writes, pool status writes, creates, deletes) and the operator's heap
 // per Proxy. Run with `npm run bench` (after `npm run build`); each case runs in its own process.
+// PROXY_OP_POOL_BENCH_N sets N; BENCH_SMOKE=1 is the smoke run CI makes (50 replicas), only to show
+// the benchmark runs and measures.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MemoryBackend, providerModule } from '@proxy-op/providertest/reference';
@@ -17,7 +19,10 @@ import {
   validateProxySpec,
 } from '../dist/index.js';
 
-const N = Number(process.env.PROXY_OP_POOL_BENCH_N ?? 1000);
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const N = Number(process.env.PROXY_OP_POOL_BENCH_N ?? (SMOKE ? 50 : 1000));
+/** Says on stderr which part starts, so a stall names where it is. */
+const part = (name: string) => process.stderr.write(`bench: pool: ${name}…\n`);
 const TEMPLATE = {
   provider: 'lab',
   placement: { machineType: 'small', image: 'debian-13' },
@@ -116,6 +121,7 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
   let writesPerReplaced: Record<string, number> | undefined;
   if (kind === 'pool') {
     for (const k of Object.keys(counts) as Array<keyof typeof counts>) counts[k] = 0;
+    part('the roll (template change)');
     const t1 = performance.now();
     pools.apply('default', 'pool', spec(8080));
     const generation = pools.getPool('default/pool')?.metadata.generation;
@@ -131,6 +137,11 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
       );
     });
     rollMs = performance.now() - t1;
+    // A roll that replaced nothing measured nothing.
+    if (counts.creates < N || counts.deletes < N)
+      throw new Error(
+        `the roll made ${counts.creates} creates and ${counts.deletes} deletes for ${N}`,
+      );
     writesPerReplaced = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / N]));
   }
   await operator.stop();
@@ -145,10 +156,12 @@ if (arg === 'plain' || arg === 'pool') {
   const self = fileURLToPath(import.meta.url);
   const rows: Result[] = [];
   for (const c of ['plain', 'pool']) {
+    part(`${N} Proxies, ${c}`);
     const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, self, c], {
       encoding: 'utf8',
       maxBuffer: 1 << 24,
     });
+    process.stderr.write(r.stderr);
     if (r.status !== 0) throw new Error(`${c} failed:\n${r.stderr}`);
     rows.push(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as Result);
   }
@@ -165,8 +178,12 @@ if (arg === 'plain' || arg === 'pool') {
   }
   const w = rows.find((r) => r.case === 'pool')?.writesPerReplaced;
   if (w !== undefined) {
-    console.log(
-      `\nper replaced Proxy in the roll: ${f(w.proxyStatus, 1)} Proxy status writes, ${f(w.poolStatus, 2)} pool status writes, ${f(w.creates, 2)} creates, ${f(w.deletes, 2)} deletes`,
-    );
+    console.log('\nper replaced Proxy in the roll:\n');
+    console.log('| writes | per replaced Proxy |');
+    console.log('|---|---:|');
+    console.log(`| Proxy status writes | ${f(w.proxyStatus, 1)} |`);
+    console.log(`| pool status writes | ${f(w.poolStatus, 2)} |`);
+    console.log(`| creates | ${f(w.creates, 2)} |`);
+    console.log(`| deletes | ${f(w.deletes, 2)} |`);
   }
 }

@@ -9,7 +9,10 @@
 // 3128, with its own outgoing address. The operator runs alone in another child process, over a
 // memory store, with a provider whose instance i is the proxy at the i-th address.
 //
-// Run with `npm run bench` (after `npm run build`).
+// Run with `npm run bench` (after `npm run build`). BENCH_PROXIES sets N, BENCH_STEADY_MS the
+// steady window (default 65 s, two rounds at the default interval); BENCH_SMOKE=1 is the smoke run
+// CI makes (10 Proxies, probes every second for 2.5 s), only to show the benchmark runs and
+// measures.
 import { fork } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,8 +30,11 @@ import { MemoryStore, Operator, ProviderSet, validateProxySpec } from '../dist/i
 import { startProbeTarget } from '../dist/probe/target.js';
 import type { AnyProviderModule } from '../dist/providers/registry.js';
 
-const N = Number(process.env.BENCH_PROXIES ?? 1000);
-const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? 65_000);
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const N = Number(process.env.BENCH_PROXIES ?? (SMOKE ? 10 : 1000));
+const STEADY_MS = Number(process.env.BENCH_STEADY_MS ?? (SMOKE ? 2_500 : 65_000));
+/** The smoke run's probe interval; the full run keeps the default. */
+const SMOKE_PROBE_INTERVAL_MS = 1_000;
 
 /** Where the i-th proxy reads its password file (the parent makes the folder). */
 const passwordFileOf = (i: number) => join(process.env.BENCH_DIR ?? '.', `p${i}.passwd`);
@@ -166,7 +172,11 @@ async function operatorChild(probing: boolean): Promise<void> {
       gcIntervalMs: 0,
       healthIntervalMs: 0,
       readyResyncMs: 3_600_000,
-      ...(probing ? {} : { probeIntervalMs: 0 }),
+      ...(probing
+        ? SMOKE
+          ? { probeIntervalMs: SMOKE_PROBE_INTERVAL_MS }
+          : {}
+        : { probeIntervalMs: 0 }),
     },
   });
   const spec = validateProxySpec({ provider: 'lab', allowedSources: ['127.0.0.0/8'] });
@@ -239,19 +249,24 @@ function next<T extends Msg['ev'] | 'steady'>(
   c: ReturnType<typeof child>,
   ev: T,
 ): Promise<Record<string, unknown>> {
-  return new Promise((resolve) => {
+  // A child that exits before it answers fails the run instead of leaving it waiting.
+  return new Promise((resolve, reject) => {
+    const exited = (code: number | null) =>
+      reject(new Error(`the ${c.spawnargs.at(-1)} child exited with ${code} before "${ev}"`));
     const on = (m: Record<string, unknown>) => {
       if (m.ev === ev) {
         c.off('message', on);
+        c.off('exit', exited);
         resolve(m);
       }
     };
     c.on('message', on);
+    c.once('exit', exited);
   });
 }
 
 /** A line on stderr as each part starts, so a run that stalls says where. */
-const part = (what: string) => console.error(`probe bench: ${what}`);
+const part = (what: string) => console.error(`bench: probe: ${what}…`);
 
 async function parent(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'probe-bench-'));
@@ -287,6 +302,8 @@ async function parent(): Promise<void> {
   const on = runs.on ?? {};
   const f = (x: number | undefined, d = 0) =>
     x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d);
+  /** A count, `none` when it was measured and came out zero. */
+  const count0 = (x: number | undefined) => (x === 0 ? 'none' : f(x));
   const load = (await import('node:os'))
     .loadavg()
     .map((l) => l.toFixed(1))
@@ -297,6 +314,10 @@ async function parent(): Promise<void> {
   console.log(
     `(the operator alone in a child, a memory store, default concurrency; load average ${load})\n`,
   );
+  if (SMOKE)
+    console.log(
+      `smoke run: probes every ${SMOKE_PROBE_INTERVAL_MS / 1000} s instead of the default interval\n`,
+    );
   console.log('| measure | probing off (the reconcile loop) | probing on |');
   console.log('|---|---:|---:|');
   console.log(`| all ${N} to Ready | ${f(off.readyMs)} ms | ${f(on.readyMs)} ms |`);
@@ -304,11 +325,13 @@ async function parent(): Promise<void> {
   console.log(
     `| status writes to Ready, per Proxy | ${f((off.readyWrites ?? 0) / N, 2)} | ${f((on.readyWrites ?? 0) / N, 2)} |`,
   );
-  console.log(`| probes in flight at most (one socket each) | | ${f(on.peakInFlight)} |`);
+  console.log(`| probes in flight at most (one socket each) | — | ${f(on.peakInFlight)} |`);
   console.log(
     `| TCP sockets open in the operator at most (probes, and the target's side of the proxies' connections) | ${f(off.peakTcp)} | ${f(on.peakTcp)} |`,
   );
-  console.log(`\nSteady state, ${STEADY_MS / 1000} s at the default interval:\n`);
+  console.log(
+    `\nSteady state, ${STEADY_MS / 1000} s at ${SMOKE ? 'the smoke run' : 'the default'}'s interval:\n`,
+  );
   console.log('| measure | value |');
   console.log('|---|---:|');
   console.log(`| probes | ${f(on.steadyProbes)} |`);
@@ -320,7 +343,7 @@ async function parent(): Promise<void> {
   console.log(
     `| operator CPU, share of one core | ${f(((on.steadyCpuMs ?? 0) / STEADY_MS) * 100, 1)} % |`,
   );
-  console.log(`| status writes | ${f(on.steadyWrites)} |`);
+  console.log(`| status writes | ${count0(on.steadyWrites)} |`);
   console.log(`| TCP sockets open in the operator at most | ${f(on.steadyPeakTcp)} |`);
   console.log(`| Proxies Ready at the end | ${f(on.passing)} |`);
   console.log(

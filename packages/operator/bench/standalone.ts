@@ -1,6 +1,8 @@
 // Benchmark: N Proxies from manifests to Ready with the instant (reference in-memory) provider,
 // through the standalone store, the work queue (3 workers) and the reconciler.
 // Run with `npm run bench` (after `npm run build`). Each N runs in a fresh child process.
+// BENCH_SMOKE=1 is the smoke run CI makes (20 and 100 Proxies), only to show the benchmark runs
+// and measures.
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +17,9 @@ import {
   StandaloneStore,
 } from '../dist/index.js';
 
-const SIZES = [100, 1000, 10_000];
+const SIZES = process.env.BENCH_SMOKE === '1' ? [20, 100] : [100, 1000, 10_000];
+/** Says on stderr which part starts, so a stall names where it is. */
+const part = (name: string) => process.stderr.write(`bench: standalone: ${name}…\n`);
 
 interface Result {
   n: number;
@@ -96,6 +100,7 @@ if (arg !== undefined) {
   const self = fileURLToPath(import.meta.url);
   const rows: Result[] = [];
   for (const n of SIZES) {
+    part(`${n} Proxies to Ready`);
     const r = spawnSync(process.execPath, ['--expose-gc', self, String(n)], {
       encoding: 'utf8',
       maxBuffer: 1 << 24,
