@@ -13,8 +13,10 @@ import type { TLSSocket } from 'node:tls';
 import { nonce, readAnswer, refusal, statusText, withNonce } from './answer.js';
 import { ProbeAbortedError } from './errors.js';
 import { type AnswerHead, AnswerReader, requestHead, StepFailure } from './http.js';
+import { socks5Connect } from './socks5.js';
 import { tlsInTunnel } from './tls.js';
 import {
+  bare,
   PROBE_DEFAULTS,
   type ProbeCheck,
   type ProbeCheckName,
@@ -73,6 +75,10 @@ class ProbeRun {
       if (target.get !== undefined) checks.push(await this.#get(target.get));
       if (target.connect !== undefined && more()) {
         checks.push(await this.#tunnel(target.connect, target.tls));
+      }
+      const tunnelTo = target.connect ?? target.get;
+      if (this.#opts.socks5 === true && tunnelTo !== undefined && more()) {
+        checks.push(await this.#socks5(tunnelTo, target.tls));
       }
       const plain = target.get ?? target.connect;
       if (this.#opts.credentials !== undefined && plain !== undefined && more()) {
@@ -330,19 +336,63 @@ class ProbeRun {
         },
       );
       if (reader.firstByteAt !== undefined) latency.firstByteMs = round(reader.firstByteAt - t0);
+      if (tunnelled) egressIP = await this.#inTunnel(check, url, inner);
+      await this.#close(inner, raw);
+    }
+    return this.#checkResult(check, steps0, t0, latency, egressIP);
+  }
+
+  /** The GET with a nonce inside an open tunnel, and its `status` and `nonce` steps. */
+  #inTunnel(check: ProbeCheckName, url: URL, inner: Socket | TLSSocket) {
+    const sent = nonce();
+    const u = withNonce(url, sent);
+    const answers = new AnswerReader(inner, this.#maxBytes, 'the target');
+    inner.write(
+      requestHead('GET', `${u.pathname}${u.search}`, [
+        ['Host', u.host],
+        ['User-Agent', 'proxy-op-probe'],
+        ['Accept', 'application/json'],
+        ['Connection', 'close'],
+      ]),
+    );
+    return this.#answer(check, answers, 'the target', sent);
+  }
+
+  /** A SOCKS5 `CONNECT` to the target, the credential as its user name and password (RFC 1929). */
+  async #socks5(url: URL, tls: ProbeTls): Promise<ProbeCheck> {
+    const t0 = performance.now();
+    const check = 'socks5';
+    const steps0 = this.#steps.length;
+    const latency: { connectMs?: number; firstByteMs?: number } = {};
+    let egressIP: string | undefined;
+    const raw = await this.#open(check);
+    if (raw !== undefined) {
+      latency.connectMs = round(performance.now() - t0);
+      const https = url.protocol === 'https:';
+      const host = bare(url.hostname);
+      const port = Number(url.port || (https ? 443 : 80));
+      let inner: Socket | TLSSocket = raw;
+      const tunnelled = await this.#step(
+        check,
+        'tunnel',
+        `opening a SOCKS5 tunnel to ${url.host}`,
+        async () => {
+          const opened = await socks5Connect(raw, host, port, this.#opts.credentials, (p) =>
+            this.#until(p),
+          );
+          latency.firstByteMs = round(performance.now() - t0);
+          if (!https) return { message: opened };
+          const secured = tlsInTunnel(raw, url, tls);
+          this.#sockets.add(secured.socket);
+          inner = await this.#until(secured.ready);
+          return {
+            message: `${opened}; TLS inside the tunnel (${(inner as TLSSocket).getProtocol() ?? 'TLS'})`,
+          };
+        },
+      );
       if (tunnelled) {
-        const sent = nonce();
-        const u = withNonce(url, sent);
-        const answers = new AnswerReader(inner, this.#maxBytes, 'the target');
-        inner.write(
-          requestHead('GET', `${u.pathname}${u.search}`, [
-            ['Host', u.host],
-            ['User-Agent', 'proxy-op-probe'],
-            ['Accept', 'application/json'],
-            ['Connection', 'close'],
-          ]),
-        );
-        egressIP = await this.#answer(check, answers, 'the target', sent);
+        raw.resume();
+        egressIP = await this.#inTunnel(check, url, inner);
       }
       await this.#close(inner, raw);
     }
@@ -396,6 +446,7 @@ class ProbeRun {
     egressIP: string | undefined,
   ): ProbeCheck {
     const steps = this.#steps.slice(from);
+    // auth: connect, auth; get: connect, status, nonce; connect and socks5 add their tunnel step.
     const complete = check === 'auth' ? 2 : check === 'get' ? 3 : 4;
     return {
       check,

@@ -67,6 +67,13 @@ export interface ProbeOptions {
   readonly credentials?: ProbeCredentials | undefined;
   /** The source address of the probe's connections to the proxy. */
   readonly localAddress?: string | undefined;
+  /**
+   * Also opens a SOCKS5 tunnel (RFC 1928 `CONNECT`, on the proxy's port) to
+   * the target's `connect` URL (else its `get` URL) and fetches the nonce
+   * through it, the credential given as the SOCKS5 user name and password
+   * (RFC 1929). For proxies that speak SOCKS5 beside HTTP; default false.
+   */
+  readonly socks5?: boolean | undefined;
   /** The most bytes read of one answer, head and body (default 65536). */
   readonly maxAnswerBytes?: number | undefined;
 }
@@ -81,8 +88,11 @@ export const PROBE_DEFAULTS = Object.freeze({
   nonceBytes: 16,
 });
 
-/** A check of a probe: the absolute-form GET, the CONNECT tunnel, the refusal without credentials. */
-export type ProbeCheckName = 'get' | 'connect' | 'auth';
+/**
+ * A check of a probe: the absolute-form GET, the CONNECT tunnel, the SOCKS5
+ * tunnel, the refusal without credentials.
+ */
+export type ProbeCheckName = 'get' | 'connect' | 'socks5' | 'auth';
 
 /**
  * A step of a check: the TCP connection to the proxy, the CONNECT answer

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type ForwardProxy,
+  hashPassword,
   probeHealth,
   proxyServerPath,
   startForwardProxy,
@@ -127,6 +128,97 @@ describe('through the forward proxy in process', () => {
     const text = JSON.stringify(r);
     expect(text).not.toContain('pr0be-SECRET');
     expect(text).not.toContain(Buffer.from('probe:pr0be-SECRET').toString('base64'));
+  });
+});
+
+describe('the SOCKS5 check, through the forward proxy on the same port', () => {
+  let dir: string;
+  let locked: ForwardProxy;
+  let narrow: ForwardProxy;
+  const user = { username: 'probe', password: 'pr0be-SOCKS-secret' };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'probe-socks5-'));
+    const file = join(dir, 'passwd');
+    await writeFile(file, `${user.username}:${hashPassword(user.password)}\n`, { mode: 0o600 });
+    locked = await startForwardProxy({
+      name: 'locked',
+      address: '127.0.71.20',
+      port: 0,
+      allowedSources: ['127.0.0.1/32'],
+      outgoingAddress: '127.0.71.20',
+      auth: { realm: 'probe', passwordFile: file },
+      egress: { allow: ['127.0.0.0/8:1-65535'] },
+    });
+    // Lets the GET's port through but not the tunnel's: the SOCKS5 CONNECT is refused by policy.
+    narrow = await startForwardProxy({
+      name: 'narrow',
+      address: '127.0.71.21',
+      port: 0,
+      allowedSources: ['127.0.0.1/32'],
+      egress: { allow: [`127.0.0.0/8:${whoami.http.port}`] },
+    });
+  });
+
+  afterAll(async () => {
+    await locked?.close(0);
+    await narrow?.close(0);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('opens a SOCKS5 tunnel to the target, TLS inside, and reads the nonce through it', async () => {
+    const r = await probe(`http://127.0.71.10:${proxy.address.port}`, whoami.target(), {
+      socks5: true,
+    });
+    expect(r.failure).toBeUndefined();
+    const socks = r.checks.find((c) => c.check === 'socks5');
+    expect(socks?.steps.map((s) => `${s.step}:${s.ok}`)).toEqual([
+      'connect:true',
+      'tunnel:true',
+      'status:true',
+      'nonce:true',
+    ]);
+    expect(socks?.egressIP).toBe('127.0.71.10');
+    expect(socks?.steps[1]?.message).toMatch(
+      /^SOCKS5 CONNECT 127\.0\.0\.1:\d+ succeeded; TLS inside/,
+    );
+    expect(socks?.latency.firstByteMs).toBeGreaterThan(0);
+  });
+
+  it('gives the credential as the SOCKS5 user name and password, and names a refused one', async () => {
+    const at = `http://127.0.71.20:${locked.address.port}`;
+    const good = await probe(at, whoami.target(), { socks5: true, credentials: user });
+    expect(good.checks.map((c) => `${c.check}:${c.ok}`)).toEqual([
+      'get:true',
+      'connect:true',
+      'socks5:true',
+      'auth:true',
+    ]);
+    const bad = await probe(at, whoami.target(), {
+      socks5: true,
+      credentials: { username: 'probe', password: 'not-it-SECRET' },
+    });
+    const socks = bad.checks.find((c) => c.check === 'socks5');
+    // The GET fails first with 407; the SOCKS5 check still runs, since the proxy answered.
+    expect(socks?.steps[1]).toMatchObject({ step: 'tunnel', ok: false });
+    expect(socks?.steps[1]?.message).toBe('the proxy refused the SOCKS5 user name and password');
+    const none = await probe(at, { connect: whoami.target().connect }, { socks5: true });
+    expect(none.checks.find((c) => c.check === 'socks5')?.steps[1]?.message).toBe(
+      'the proxy wants SOCKS5 authentication and the probe has no credential',
+    );
+    expect(JSON.stringify([good, bad])).not.toContain('SECRET');
+  });
+
+  it('names the reply of a CONNECT the destination policy refuses', async () => {
+    const r = await probe(`http://127.0.71.21:${narrow.address.port}`, whoami.target(), {
+      socks5: true,
+    });
+    expect(r.checks.find((c) => c.check === 'get')?.ok).toBe(true);
+    const socks = r.checks.find((c) => c.check === 'socks5');
+    expect(socks?.ok).toBe(false);
+    expect(socks?.steps[1]?.message).toMatch(
+      /^SOCKS5 CONNECT 127\.0\.0\.1:\d+: the proxy answered connection not allowed by ruleset \(2\)$/,
+    );
   });
 });
 

@@ -46,6 +46,23 @@ describeWithPeers(vitest, 'through a real Squid', ['squid', 'openssl'], () => {
     expect(r.steps.find((s) => s.step === 'tunnel')?.message).toMatch(/TLS inside the tunnel/);
   });
 
+  it('a SOCKS5 check fails at the tunnel: Squid does not speak SOCKS5', async () => {
+    // Squid waits for the rest of a request line that never comes: the deadline ends the step.
+    const r = await probe({ host: '127.0.72.2', port: open.port }, whoami.target(), {
+      socks5: true,
+      timeoutMs: 3_000,
+    });
+    expect(r.checks.map((c) => `${c.check}:${c.ok}`)).toEqual([
+      'get:true',
+      'connect:true',
+      'socks5:false',
+    ]);
+    expect(r.failure).toMatchObject({ check: 'socks5', step: 'tunnel' });
+    expect(r.failure?.message).toMatch(
+      /^timed out after 3000 ms opening a SOCKS5 tunnel to 127\.0\.72\.1:\d+$/,
+    );
+  });
+
   it('fails at the GET status with Squid’s 403 for a source outside allowedSources', async () => {
     const r = await probe({ host: '127.0.72.2', port: open.port }, whoami.target(), {
       localAddress: '127.0.72.9',
