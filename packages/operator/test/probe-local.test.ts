@@ -200,6 +200,22 @@ describe('probing the local provider’s real proxies', () => {
     expect(text).toMatch(/^proxy_op_remediation_allowed\{provider="here",.*\} 1$/m);
   }, 60_000);
 
+  it('probe.socks5: each probe also goes through a SOCKS5 tunnel on the local proxy’s port', async () => {
+    const metrics = createPrometheusMetrics();
+    const r = await start({ probe: '{ socks5: true }', meter: metrics.meter });
+    r.apply('web');
+    await r.until(() => status(r)?.phase === 'Ready');
+    const text = await metrics.text();
+    await metrics.shutdown();
+    for (const step of ['connect', 'tunnel', 'status', 'nonce']) {
+      expect(text).toContain(
+        `proxy_op_probe_duration_seconds_count{provider="here",check="socks5",step="${step}",`,
+      );
+    }
+    expect(text).not.toMatch(/^proxy_op_probe_failures_total\{provider="here",check="socks5"/m);
+    expect(cond(r, 'DataPlane')).toMatchObject({ status: 'True' });
+  }, 60_000);
+
   it('probe.enabled false: Ready as the provider says, DataPlane Unknown', async () => {
     const r = await start({ probe: '{ enabled: false }' });
     r.apply('web');

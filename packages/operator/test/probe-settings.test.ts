@@ -60,7 +60,7 @@ describe('a provider’s probe block', () => {
         '    probe: { url: "ftp://x/", maxUnhealthy: 140%, colour: blue }',
         '  - name: b',
         '    type: memory',
-        '    probe: { enabled: "no", getUrl: "https://x/" }',
+        '    probe: { enabled: "no", getUrl: "https://x/", socks5: "yes" }',
         '  - name: c',
         '    type: memory',
         '    probe: { enabled: false, url: "http://x/" }',
@@ -74,14 +74,15 @@ describe('a provider’s probe block', () => {
     expect(load.ok).toBe(false);
     if (load.ok) return;
     expect(load.problems).toEqual([
-      'providers[0].probe.colour: unknown field (url, getUrl, enabled, maxUnhealthy)',
+      'providers[0].probe.colour: unknown field (url, getUrl, enabled, socks5, maxUnhealthy)',
       'providers[0].probe.url: must be an http: or https: URL',
       'providers[0].probe.maxUnhealthy: must be a count (3) or a percentage (40%) from 0% to 100%',
+      'providers[1].probe.socks5: must be true or false',
       'providers[1].probe.enabled: must be true or false',
       'providers[1].probe.getUrl: must be an http: URL',
       'providers[1].probe.getUrl: needs url (the target the tunnel reaches)',
       'providers[2].probe.enabled: false probes nothing; leave url and getUrl out',
-      'providers[3].probe: must be a mapping (url, getUrl, enabled, maxUnhealthy)',
+      'providers[3].probe: must be a mapping (url, getUrl, enabled, socks5, maxUnhealthy)',
     ]);
   });
 

@@ -51,7 +51,7 @@ export const probeStatusSchema = {
       type: 'object',
       properties: {
         time: { type: 'string', format: 'date-time' },
-        check: { type: 'string', enum: ['get', 'connect', 'auth'] },
+        check: { type: 'string', enum: ['get', 'connect', 'socks5', 'auth'] },
         step: { type: 'string', enum: ['connect', 'tunnel', 'status', 'nonce', 'auth'] },
         message: { type: 'string' },
       },

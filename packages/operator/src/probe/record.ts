@@ -53,6 +53,8 @@ export interface ProbedInstance {
   /** The instance as the reconciler last saw it Running. */
   readonly running: RunningInstance;
   readonly target: ProbeTargetSpec;
+  /** Whether each probe also opens a SOCKS5 tunnel (`probe.socks5`). */
+  readonly socks5?: boolean | undefined;
   /** How the target is named in messages. */
   readonly targetLabel: string;
   /** `spec.remediation.unhealthyTimeout` in ms, when the Proxy opted in. */

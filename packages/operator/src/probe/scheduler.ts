@@ -131,6 +131,7 @@ export class ProbeScheduler {
       endpoint: running.endpoint,
       running,
       target,
+      socks5: settings.socks5 === true,
       targetLabel: String(target.connect ?? target.get),
       remediationMs:
         remediation === undefined ? undefined : durationMs(remediation.unhealthyTimeout),
@@ -209,6 +210,7 @@ export class ProbeScheduler {
         timeoutMs: this.#opts.probeTimeoutMs,
         signal: this.#abort.signal,
         credentials,
+        socks5: cp.probe.socks5 === true,
       });
       return r.ok;
     } catch (err) {
@@ -305,6 +307,7 @@ export class ProbeScheduler {
           timeoutMs: this.#opts.probeTimeoutMs,
           signal: this.#abort.signal,
           credentials: instance.running.credentials,
+          socks5: instance.socks5,
         });
       } catch (err) {
         if (ProbeAbortedError.isInstance(err)) return undefined;

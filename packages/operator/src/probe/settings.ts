@@ -21,6 +21,8 @@ export interface ProbeSettings {
   readonly url?: string | undefined;
   /** The URL of the absolute-form GET, where it differs from `url`. */
   readonly getUrl?: string | undefined;
+  /** Also a SOCKS5 tunnel on the proxy's port (for proxies that speak SOCKS5, as the local provider's). */
+  readonly socks5?: boolean | undefined;
   /** More of its probed proxies failing at once than this stops every replacement. */
   readonly maxUnhealthy: MaxUnhealthy;
 }
@@ -75,15 +77,18 @@ export function parseProbeSettings(
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     return {
       settings: DEFAULT_PROBE_SETTINGS,
-      problems: [`${at}: must be a mapping (url, getUrl, enabled, maxUnhealthy)`],
+      problems: [`${at}: must be a mapping (url, getUrl, enabled, socks5, maxUnhealthy)`],
     };
   }
   const o = v as Record<string, unknown>;
   const problems: string[] = [];
   for (const k of Object.keys(o)) {
-    if (!['enabled', 'url', 'getUrl', 'maxUnhealthy'].includes(k)) {
-      problems.push(`${at}.${k}: unknown field (url, getUrl, enabled, maxUnhealthy)`);
+    if (!['enabled', 'url', 'getUrl', 'socks5', 'maxUnhealthy'].includes(k)) {
+      problems.push(`${at}.${k}: unknown field (url, getUrl, enabled, socks5, maxUnhealthy)`);
     }
+  }
+  if (o.socks5 !== undefined && typeof o.socks5 !== 'boolean') {
+    problems.push(`${at}.socks5: must be true or false`);
   }
   if (o.enabled !== undefined && typeof o.enabled !== 'boolean') {
     problems.push(`${at}.enabled: must be true or false`);
@@ -117,6 +122,7 @@ export function parseProbeSettings(
       enabled,
       ...(url === undefined ? {} : { url }),
       ...(getUrl === undefined ? {} : { getUrl }),
+      ...(o.socks5 === true ? { socks5: true } : {}),
       maxUnhealthy,
     },
     problems,
