@@ -125,7 +125,7 @@ describe('proxy-op CLI', { timeout: 90_000 }, () => {
     expect(created?.spanId).toMatch(/^[0-9a-f]{16}$/);
     const st = await runCli(['status', '--standalone', ws.dir]);
     expect(st.stdout).toMatch(
-      /^NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+EGRESS\s+PROBE\s+AGE\n/,
+      /^NAMESPACE\s+NAME\s+PROVIDER\s+PHASE\s+ENDPOINT\s+EGRESS\s+PROBE\s+COST\/H\s+AGE\n/,
     );
     expect(st.stdout).toMatch(/default\s+web\s+lab\s+Ready\s+http:\/\/10\.0\.0\.\d+:3128/);
     const backend = JSON.parse(await readFile(ws.backendFile, 'utf8')) as unknown[];

@@ -1,5 +1,7 @@
 // Peer: the reference provider (@proxy-op/providertest's memory backend) under the operator's
 // reconciler, over the memory stores; the pool controller on top, as on a real installation.
+
+import type { Meter } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   POOL_LABEL,
@@ -10,6 +12,7 @@ import {
 import type { ProxyObject } from '../src/api/proxy.js';
 import type { Settings } from '../src/defaults.js';
 import { Operator } from '../src/manager/operator.js';
+import { createPrometheusMetrics } from '../src/process/telemetry.js';
 import { MemoryCredentialStore } from '../src/store/credentials.js';
 import { MemoryPoolStore } from '../src/store/pools.js';
 import { MemoryStore } from '../src/store/proxies.js';
@@ -54,10 +57,15 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
 
-async function setup(scripted?: ScriptedBackend, tunables: Partial<Settings> = {}) {
+async function setup(
+  scripted?: ScriptedBackend,
+  tunables: Partial<Settings> = {},
+  price = '',
+  meter?: Meter,
+) {
   const { registry } = testRegistry(scripted === undefined ? {} : { scripted });
   const providers = await providerSet(
-    `providers:\n  - name: a\n    type: memory\n  - name: b\n    type: ${scripted === undefined ? 'memory' : 'scripted'}\n`,
+    `providers:\n  - name: a\n    type: memory\n${price}  - name: b\n    type: ${scripted === undefined ? 'memory' : 'scripted'}\n`,
     registry,
   );
   const store = new MemoryStore();
@@ -69,6 +77,7 @@ async function setup(scripted?: ScriptedBackend, tunables: Partial<Settings> = {
     providers,
     credentials,
     settings: { ...FAST, ...tunables },
+    ...(meter === undefined ? {} : { meter }),
   });
   op.start();
   stops.push(() => op.stop());
@@ -116,6 +125,42 @@ describe('ProxyPool over the reference provider', () => {
     pools.apply('default', 'web', poolSpec({ replicas: 1, deletePolicy: 'Oldest' }));
     await waitFor(() => members().length === 1, 'scaled to 1');
     await waitFor(() => pools.getPool('default/web')?.status.endpoints?.length === 1, '1 endpoint');
+  });
+
+  it("sums its Proxies' cost per hour by currency, and publishes each upstream's location and provider", async () => {
+    const metrics = createPrometheusMetrics();
+    stops.push(() => metrics.shutdown());
+    const { pools, members } = await setup(
+      undefined,
+      {},
+      '    price: { currency: EUR, perHour: 0.0119 }\n',
+      metrics.meter,
+    );
+    pools.apply('default', 'web', poolSpec({ replicas: 3 }));
+    await waitFor(
+      () => pools.getPool('default/web')?.status.cost?.[0]?.proxies === 3,
+      'the cost of 3 Proxies',
+    );
+    expect(pools.getPool('default/web')?.status.cost).toEqual([
+      { currency: 'EUR', perHour: 0.0357, proxies: 3 },
+    ]);
+    for (const p of members()) expect(p.status.cost?.perHour).toBe(0.0119);
+    await waitFor(
+      () => pools.published.get('default/web')?.upstreams.length === 3,
+      '3 upstreams published',
+    );
+    for (const u of pools.published.get('default/web')?.upstreams ?? []) {
+      expect(u).toMatchObject({ provider: 'a', location: { region: 'memory-1', country: 'DE' } });
+    }
+    expect(await metrics.text()).toMatch(
+      /^proxy_op_cost_per_hour\{pool="default\/web",provider="a",currency="EUR"[^}]*\} 0\.0357/m,
+    );
+    pools.apply('default', 'web', poolSpec({ replicas: 1, deletePolicy: 'Oldest' }));
+    await waitFor(
+      () => pools.getPool('default/web')?.status.cost?.[0]?.proxies === 1,
+      'the cost of 1 Proxy',
+    );
+    expect(pools.getPool('default/web')?.status.cost?.[0]?.perHour).toBe(0.0119);
   });
 
   it('rolls a template change with maxSurge 1 / maxUnavailable 0: never more than 4, never fewer than 3 available', async () => {

@@ -359,6 +359,45 @@ describe('Reconciler with the reference provider', () => {
     expect(store.get('default/web')?.status.instanceState).toBe('Running');
   });
 
+  it("writes the instance's cost from its provider's price: its machine type's rate, else perHour; none without a price", async () => {
+    const { registry } = testRegistry();
+    const providers = await providerSet(
+      [
+        'providers:',
+        '  - name: mem',
+        '    type: memory',
+        '    memory: { zones: [zone-a], machineTypes: [small, large] }',
+        '    price: { currency: EUR, perHour: 0.0119, machineTypes: { large: 0.0476 } }',
+        '  - name: free',
+        '    type: memory',
+        '    memory: { zones: [zone-a] }',
+        '',
+      ].join('\n'),
+      registry,
+    );
+    const store = new MemoryStore();
+    const rec = new Reconciler({ store, providers }, DEFAULTS);
+    const at = (provider: string, machineType: string) =>
+      spec({ provider, placement: { machineType, image: 'debian-13' } });
+    store.apply('default', 'small', at('mem', 'small'));
+    store.apply('default', 'large', at('mem', 'large'));
+    store.apply('default', 'free', at('free', 'small'));
+    const before = Date.now();
+    for (const k of ['small', 'large', 'free']) await rec.reconcile(`default/${k}`);
+    const small = store.get('default/small')?.status.cost;
+    expect(small).toMatchObject({ currency: 'EUR', perHour: 0.0119 });
+    expect(Date.parse(small?.since ?? '')).toBeGreaterThanOrEqual(before - 1000);
+    expect(store.get('default/large')?.status.cost).toMatchObject({
+      currency: 'EUR',
+      perHour: 0.0476,
+    });
+    expect(store.get('default/free')?.status.cost).toBeUndefined();
+    // The instance goes: so does its cost.
+    store.delete('default/large');
+    await rec.reconcile('default/large');
+    expect(store.get('default/large')).toBeUndefined();
+  });
+
   it('latches on the provider placement check (Permanent) and says which field', async () => {
     const { registry } = testRegistry();
     const providers = await providerSet('providers:\n  - name: mem\n    type: memory\n', registry);

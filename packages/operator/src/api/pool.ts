@@ -289,6 +289,24 @@ export const poolStatusSchema = {
         },
       },
     },
+    cost: {
+      type: 'array',
+      description:
+        "What the pool's Proxies cost per hour now, by currency: the sum of their status.cost (Proxies whose provider has no price are not in it).",
+      items: {
+        type: 'object',
+        required: ['currency', 'perHour', 'proxies'],
+        properties: {
+          currency: { type: 'string' },
+          perHour: { type: 'number', minimum: 0 },
+          proxies: {
+            type: 'integer',
+            minimum: 0,
+            description: 'The Proxies priced in this currency.',
+          },
+        },
+      },
+    },
     gateway: gatewayStatusSchema,
     remediationBackoffUntil: { type: 'string', format: 'date-time' },
     remediations: { type: 'integer', description: 'Replacements in a row without a Ready one.' },

@@ -178,6 +178,17 @@ export const proxyStatusSchema = {
         country: { type: 'string', pattern: '^[A-Z]{2}$' },
       },
     },
+    cost: {
+      type: 'object',
+      description:
+        "What the instance costs, from its provider's price in the providers file: per hour, and billed since `since` (its creation) by the provider's billing.",
+      required: ['currency', 'perHour', 'since'],
+      properties: {
+        currency: { type: 'string', pattern: '^[A-Z]{3}$' },
+        perHour: { type: 'number', minimum: 0 },
+        since: { type: 'string', format: 'date-time' },
+      },
+    },
     specHash: { type: 'string' },
     latchedSpecHash: { type: 'string' },
     observedGeneration: { type: 'integer', minimum: 0 },

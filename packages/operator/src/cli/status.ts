@@ -44,7 +44,7 @@ export async function status(argv: string[]): Promise<number> {
   }
   const now = Date.now();
   const rows: string[][] = [
-    ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'EGRESS', 'PROBE', 'AGE'],
+    ['NAMESPACE', 'NAME', 'PROVIDER', 'PHASE', 'ENDPOINT', 'EGRESS', 'PROBE', 'COST/H', 'AGE'],
   ];
   for (const key of keys) {
     const e = state.proxies[key];
@@ -58,6 +58,7 @@ export async function status(argv: string[]): Promise<number> {
       e.status.endpoint ?? '',
       e.status.egressIP ?? '',
       probeCell(entryToProxy(key, e)),
+      e.status.cost === undefined ? '' : `${e.status.cost.perHour} ${e.status.cost.currency}`,
       age(e.creationTimestamp, now),
     ]);
   }

@@ -134,6 +134,7 @@ export function startStatusView(
           providerID: p.status.providerID,
           state: p.status.instanceState,
           location: p.status.location,
+          cost: p.status.cost,
           error: p.status.lastError,
         };
         const text = JSON.stringify(line);

@@ -132,8 +132,34 @@ export function poolStatus(a: PoolStatusInput): PoolStatus {
     templateHash: hash,
     endpoints,
     draining: nextDraining,
+    ...(() => {
+      const cost = costByCurrency(live);
+      return cost.length === 0 ? {} : { cost };
+    })(),
     ...(remediations > 0 ? { remediations } : {}),
     ...(backoffUntil === undefined ? {} : { remediationBackoffUntil: backoffUntil }),
     conditions,
   };
+}
+
+/** What `proxies` cost per hour now, summed by currency (rounded to a millionth). */
+export function costByCurrency(
+  proxies: readonly ProxyObject[],
+): { currency: string; perHour: number; proxies: number }[] {
+  const by = new Map<string, { perHour: number; proxies: number }>();
+  for (const p of proxies) {
+    const c = p.status.cost;
+    if (c === undefined) continue;
+    const sum = by.get(c.currency) ?? { perHour: 0, proxies: 0 };
+    sum.perHour += c.perHour;
+    sum.proxies++;
+    by.set(c.currency, sum);
+  }
+  return [...by]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([currency, s]) => ({
+      currency,
+      perHour: Math.round(s.perHour * 1e6) / 1e6,
+      proxies: s.proxies,
+    }));
 }

@@ -84,6 +84,18 @@ export function parsePrice(
   };
 }
 
+/**
+ * What one instance of `machineType` costs per hour: its own rate, else
+ * `perHour`; undefined when neither is given.
+ */
+export function hourlyPrice(
+  price: ProviderPrice,
+  machineType: string | undefined,
+): number | undefined {
+  const own = machineType === undefined ? undefined : price.machineTypes[machineType];
+  return own ?? price.perHour;
+}
+
 /** Whether two prices are the same (a change of it rebuilds nothing). */
 export function samePrice(a: ProviderPrice | undefined, b: ProviderPrice | undefined): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);

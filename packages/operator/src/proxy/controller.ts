@@ -8,6 +8,7 @@
  */
 import type { Meter, Tracer } from '@opentelemetry/api';
 import type { Logger } from '@proxy-op/contract';
+import { POOL_LABEL } from '../api/pool.js';
 import type { Phase } from '../api/proxy.js';
 import type { Settings } from '../defaults.js';
 import type { ProviderSet, ProvidersChange } from '../providers/set.js';
@@ -98,6 +99,17 @@ export class ProxyController {
         for (const [phase, n] of Object.entries(this.phases())) r.observe(n, { phase });
       });
     deps.meter
+      .createObservableGauge('proxy_op.cost.per_hour', {
+        description:
+          "What the Proxies cost per hour now, from their providers' prices in the providers file",
+      })
+      .addCallback((r) => {
+        for (const [key, perHour] of this.costs()) {
+          const [pool, provider, currency] = key.split('\0') as [string, string, string];
+          r.observe(perHour, { pool, provider, currency });
+        }
+      });
+    deps.meter
       .createObservableGauge('proxy_op.queue.depth', {
         description: 'Keys waiting in the work queue',
       })
@@ -138,6 +150,24 @@ export class ProxyController {
   }
 
   /** Proxies counted by phase (`Pending` for a Proxy with no phase yet). */
+  /**
+   * What the Proxies cost per hour now, by `pool\0provider\0currency` (the
+   * pool `NAMESPACE/NAME`, or '' for a Proxy of none); Proxies without
+   * `status.cost` are left out.
+   */
+  costs(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const p of this.#store.list()) {
+      const c = p.status.cost;
+      if (c === undefined) continue;
+      const owner = p.metadata.labels?.[POOL_LABEL];
+      const pool = owner === undefined ? '' : `${p.metadata.namespace}/${owner}`;
+      const key = `${pool}\0${p.status.instanceProvider ?? p.spec.provider}\0${c.currency}`;
+      out.set(key, (out.get(key) ?? 0) + c.perHour);
+    }
+    return out;
+  }
+
   phases(): Record<Phase, number> {
     const out: Record<Phase, number> = {
       Pending: 0,

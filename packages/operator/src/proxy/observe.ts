@@ -11,12 +11,13 @@
  *
  * @module
  */
-import { isNotFound, type Location, locationProblems } from '@proxy-op/contract';
+import { billingOf, isNotFound, type Location, locationProblems } from '@proxy-op/contract';
 import { getCondition } from '../api/conditions.js';
 import type { ProxyStatus } from '../api/proxy.js';
 import type { ProbeSeed } from '../probe/record.js';
 import type { DataPlaneView, RunningInstance } from '../probe/scheduler.js';
 import { applyDataPlane } from '../probe/status.js';
+import { hourlyPrice } from '../providers/price.js';
 import type { ConfiguredProvider } from '../providers/set.js';
 import type { ReconcileResult } from '../runtime/queue.js';
 import type { StepContext } from './step.js';
@@ -74,6 +75,9 @@ export async function observeInstance(
   const location = wellFormed(inst.location);
   if (location !== undefined) st.location = location;
   else delete st.location;
+  const cost = costOf(cp, c.obj.spec.placement?.machineType, inst.createdAt);
+  if (cost !== undefined) st.cost = cost;
+  else delete st.cost;
   if (inst.state === 'Preempted') {
     // The backend took it back: replaced, and not counted as the proxy's failure.
     return replaceInstance(c, cp, providerID, 'Preempted', {
@@ -179,6 +183,22 @@ function seedOf(st: ProxyStatus): ProbeSeed | undefined {
     egressIP: st.egressIP,
     published: st.probe,
   };
+}
+
+/**
+ * The instance's cost as the status holds it: its provider's price for its
+ * machine type, and when its billing began (its creation). Undefined when
+ * the providers file gives the provider no price, or it bills nothing.
+ */
+function costOf(
+  cp: ConfiguredProvider,
+  machineType: string | undefined,
+  createdAt: Date,
+): ProxyStatus['cost'] {
+  if (cp.price === undefined || billingOf(cp.module.profile) === 'none') return undefined;
+  const perHour = hourlyPrice(cp.price, machineType);
+  if (perHour === undefined || Number.isNaN(createdAt.getTime())) return undefined;
+  return { currency: cp.price.currency, perHour, since: createdAt.toISOString() };
 }
 
 /**

@@ -60,7 +60,7 @@ export class StatusDraft {
     await this.#store.updateStatus(this.#key, { ...this.st });
   }
 
-  /** Forgets the instance: its ID, provider, hash, address, state, location and probes. */
+  /** Forgets the instance: its ID, provider, hash, address, state, location, cost and probes. */
   clearInstance(): void {
     const st = this.st;
     delete st.providerID;
@@ -70,6 +70,7 @@ export class StatusDraft {
     delete st.endpoint;
     delete st.instanceState;
     delete st.location;
+    delete st.cost;
     delete st.egressIP;
     delete st.probe;
   }
