@@ -321,7 +321,17 @@ export class PoolController {
       const url = p === undefined ? e.url : await this.#urlWithCredential(p, e.url);
       withCredentials.push(url);
       const verified = p?.status.probe?.lastPassTime;
-      upstreams.push({ name: e.name, url, ...(verified === undefined ? {} : { verified }) });
+      const country = p?.status.location?.country;
+      const region = p?.status.location?.region;
+      upstreams.push({
+        name: e.name,
+        url,
+        ...(verified === undefined ? {} : { verified }),
+        ...(country === undefined && region === undefined
+          ? {}
+          : { location: { ...(country ? { country } : {}), ...(region ? { region } : {}) } }),
+        ...(p === undefined ? {} : { provider: p.spec.provider }),
+      });
     }
     return { plain: endpoints.map((e) => e.url), withCredentials, upstreams };
   }

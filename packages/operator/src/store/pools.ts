@@ -35,6 +35,10 @@ export interface PublishedUpstream {
   readonly url: string;
   /** When its probe last passed (RFC 3339): a gateway takes it back once this changes. */
   readonly verified?: string | undefined;
+  /** Where it runs (from its status), for the gateway's `country` and `region` filters. */
+  readonly location?: { readonly country?: string; readonly region?: string } | undefined;
+  /** Its provider's name, for the gateway's `provider` filter. */
+  readonly provider?: string | undefined;
 }
 
 /** The text of an upstreams file: `{ "upstreams": [...] }`, one line per upstream. */
