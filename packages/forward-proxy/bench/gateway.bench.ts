@@ -4,26 +4,36 @@
 // chaining proxy to the same two upstreams (`cache_peer … parent round-robin`, `never_direct
 // allow all`). Rows: small GETs (32 concurrent), CONNECT tunnel throughput (4 concurrent, 16 MiB
 // each), latency on one keep-alive connection (p50, p99) and the p50 each adds over going
-// straight to an upstream.
+// straight to an upstream. Beside them, HAProxy (Debian `haproxy`) in TCP mode balancing the same
+// two upstreams round-robin, the plain load balancer a gateway could be replaced with; the
+// `gateway / HAProxy` column compares the two.
 //
-// Run with `npm run bench:gateway` (after `npm run build`); BENCH_ROUNDS (default 3) and
-// BENCH_SECONDS (default 3) as in the proxy benchmark, SQUID as there. The upstreams are this
+// Run with `npm run bench:gateway` (after `npm run build`; `npm run bench` runs it too);
+// BENCH_ROUNDS (default 3), BENCH_SECONDS (default 3), BENCH_SMOKE and SQUID as in the proxy
+// benchmark, HAPROXY names the haproxy binary; without Squid or HAProxy its column is left out
+// with the reason (under CI=true, where .ci/apt-packages installs both, that fails the run). The upstreams are this
 // package's proxy program, without authentication (so the columns differ only by what sits in
 // front of them); the access log is on in every proxy.
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { proxyServerPath } from '@proxy-op/forward-proxy';
+import { which } from '@proxy-op/testkit';
 import {
+  answers,
   type Column,
   findSquid,
   fmt,
+  freePort,
   get,
   latency,
   load,
   loadLine,
   type Measure,
   median,
+  missingPeer,
+  part,
   Results,
   ROUNDS,
   type Row,
@@ -33,18 +43,67 @@ import {
   startOrigin,
   startProgram,
   startSquid,
+  TUNNEL_LABEL,
   tunnelDownload,
 } from './support.ts';
 
 const MIB = 1024 * 1024;
 const squidBinary = findSquid();
-if (squidBinary === undefined) {
-  console.log(
-    'Squid was not found, and it is what the gateway is compared with: `apt-get install squid` ' +
-      '(it is in .ci/apt-packages), or set SQUID=/path/to/squid.',
-  );
-  process.exit(1);
+if (squidBinary === undefined)
+  missingPeer('Squid', '`apt-get install squid`, or set SQUID=/path/to/squid');
+const haproxyBinary =
+  process.env.HAPROXY !== undefined && process.env.HAPROXY !== ''
+    ? process.env.HAPROXY
+    : which('haproxy');
+if (haproxyBinary === undefined)
+  missingPeer('HAProxy', '`apt-get install haproxy`, or set HAPROXY=/path/to/haproxy');
+
+/** HAProxy in TCP mode on a free loopback port, balancing `members` round-robin. */
+async function startHaproxy(
+  binary: string,
+  members: readonly { host: string; port: number }[],
+): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'forward-proxy-bench-haproxy-'));
+  const port = await freePort();
+  const conf = [
+    'global',
+    '  maxconn 4096',
+    'defaults',
+    '  mode tcp',
+    '  timeout connect 5s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    'frontend gateway',
+    `  bind 127.0.0.1:${port}`,
+    '  default_backend members',
+    'backend members',
+    '  balance roundrobin',
+    ...members.map((m, i) => `  server up${i} ${m.host}:${m.port}`),
+  ].join('\n');
+  writeFileSync(join(dir, 'haproxy.cfg'), `${conf}\n`);
+  const child = spawn(binary, ['-db', '-f', join(dir, 'haproxy.cfg')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 10_000;
+  while (!(await answers(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error('haproxy did not start');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { port, pid: child.pid, stop };
 }
+
+part('gateway: the origin, two upstreams, the gateway');
 const origin = await startOrigin();
 const started: { stop(): Promise<void> }[] = [];
 let squid: Squid | undefined;
@@ -69,13 +128,14 @@ try {
     egress,
   });
   started.push(gateway);
-  squid = await startSquid(squidBinary, [
-    ...ups.map(
-      (u, i) =>
-        `cache_peer ${u.host} parent ${u.port} 0 no-query no-digest round-robin name=up${i}`,
-    ),
-    'never_direct allow all',
-  ]);
+  if (squidBinary !== undefined)
+    squid = await startSquid(squidBinary, [
+      ...ups.map(
+        (u, i) =>
+          `cache_peer ${u.host} parent ${u.port} 0 no-query no-digest round-robin name=up${i}`,
+      ),
+      'never_direct allow all',
+    ]);
   const absolute = (p: string) => `http://127.0.0.1:${origin.http}${p}`;
   const columns: Column[] = [
     {
@@ -94,16 +154,33 @@ try {
       path: absolute,
       tunnels: true,
     },
-    {
+  ];
+  if (squid !== undefined)
+    columns.push({
       name: `Squid ${squid.version} as parent`,
       host: '127.0.0.1',
       port: squid.port,
       pid: squid.child.pid,
       path: absolute,
       tunnels: true,
-    },
-  ];
-  const squidName = columns[2]?.name ?? '';
+    });
+  const squidName = squid === undefined ? '' : (columns[2]?.name ?? '');
+  let haproxyName = '';
+  if (haproxyBinary !== undefined) {
+    const version =
+      /version (\S+)/i.exec(execFileSync(haproxyBinary, ['-v'], { encoding: 'utf8' }))?.[1] ?? '?';
+    const lb = await startHaproxy(haproxyBinary, ups);
+    started.push(lb);
+    haproxyName = `HAProxy ${version.split('-')[0]} (TCP)`;
+    columns.push({
+      name: haproxyName,
+      host: '127.0.0.1',
+      port: lb.port,
+      pid: lb.pid,
+      path: absolute,
+      tunnels: true,
+    });
+  }
   const measures: Measure[] = [
     {
       rows: [['small GETs, 32 concurrent', 'req/s', true]],
@@ -113,7 +190,7 @@ try {
       },
     },
     {
-      rows: [['CONNECT tunnels, 4 concurrent, 16 MiB each', 'MiB/s', true]],
+      rows: [[`CONNECT tunnels, 4 concurrent, ${TUNNEL_LABEL}`, 'MiB/s', true]],
       async run(c) {
         const r = await load(c, 4, () => tunnelDownload(c, origin.source));
         return [r.bytes / MIB / r.seconds];
@@ -141,14 +218,19 @@ try {
   });
   console.log(
     `node ${process.version}, ${cpus().length} CPUs, origin, proxies and client on loopback; ` +
-      `${ROUNDS} alternating rounds of ${SECONDS} s; Squid runs as ${squid.user}`,
+      `${ROUNDS} alternating rounds of ${SECONDS} s` +
+      (squid === undefined ? '' : `; Squid runs as ${squid.user}`),
   );
   console.log(loadLine(loads));
   console.log(
-    'cells: median of the rounds (best round); the ratio compares the medians: above 1 is ' +
+    'cells: median of the rounds (best round); a ratio compares the medians: above 1 is ' +
       'better for req/s and MiB/s, below 1 for ms\n',
   );
-  const header = [...columns.map((c) => c.name), 'gateway / Squid'];
+  const against = [
+    ...(squidName === '' ? [] : [{ title: 'gateway / Squid', name: squidName }]),
+    ...(haproxyName === '' ? [] : [{ title: 'gateway / HAProxy', name: haproxyName }]),
+  ];
+  const header = [...columns.map((c) => c.name), ...against.map((a) => a.title)];
   console.log(`| measure | ${header.join(' | ')} |`);
   console.log(`|---|${header.map(() => '---|').join('')}`);
   const rows = [
@@ -164,9 +246,11 @@ try {
       return `${fmt(median(xs))} ${unit} (${fmt(higher ? Math.max(...xs) : Math.min(...xs))})`;
     });
     const g = byCol.get('gateway');
-    const sq = byCol.get(squidName);
-    const ratio = g === undefined || sq === undefined ? '—' : (median(g) / median(sq)).toFixed(2);
-    console.log(`| ${row} | ${[...cells, ratio].join(' | ')} |`);
+    const ratios = against.map((a) => {
+      const other = byCol.get(a.name);
+      return g === undefined || other === undefined ? '—' : (median(g) / median(other)).toFixed(2);
+    });
+    console.log(`| ${row} | ${[...cells, ...ratios].join(' | ')} |`);
   }
   console.log('\nevery round:');
   for (const [row, unit] of rows) {

@@ -8,7 +8,8 @@
 // Run with `npm run bench` (after `npm run build`; it runs front-door.bench.ts next). BENCH_ROUNDS (default 3) sets the rounds,
 // BENCH_SECONDS (default 3) the length of each measurement. SQUID names the squid binary (default
 // `squid` on the PATH or /usr/sbin/squid); without one the Squid column is left out and the run
-// says how to install it. BENCH_BASELINE names another build of the proxy program
+// says how to install it (under CI=true a missing Squid fails the run). BENCH_SMOKE=1 is the smoke
+// run CI makes (one short round, 1 MiB tunnels). BENCH_BASELINE names another build of the proxy program
 // (`.../bin/proxy-server.js`, say of main) to run as a fourth column, so a change is measured
 // against what it replaces in the same run.
 //
@@ -32,6 +33,8 @@ import {
   loadLine,
   type Measure,
   median,
+  missingPeer,
+  part,
   Results,
   ROUNDS,
   type Row,
@@ -42,12 +45,15 @@ import {
   startOrigin,
   startProgram,
   startSquid,
+  TUNNEL_LABEL,
   tunnelDownload,
+  WARM_MS,
 } from './support.ts';
 
 // ---- the run ------------------------------------------------------------------------------
 
 const MIB = 1024 * 1024;
+part('proxy: the origin, the proxies');
 const origin = await startOrigin();
 const squidBinary = findSquid();
 let squid: Squid | undefined;
@@ -62,7 +68,13 @@ try {
   const columns: Column[] = [
     { name: 'direct', host: '127.0.0.1', port: origin.http, path: (p) => p, tunnels: false },
   ];
-  if (squidBinary !== undefined) {
+  if (squidBinary === undefined) {
+    missingPeer(
+      'Squid',
+      '`apt-get install squid` on Debian or Ubuntu, `dnf install squid` on Fedora, ' +
+        '`brew install squid` on macOS; or set SQUID=/path/to/squid',
+    );
+  } else {
     squid = await startSquid(squidBinary);
     columns.push({
       name: `Squid ${squid.version}`,
@@ -123,7 +135,7 @@ try {
     },
     {
       rows: [
-        ['CONNECT tunnels, 4 concurrent, 16 MiB each', 'MiB/s', true],
+        [`CONNECT tunnels, 4 concurrent, ${TUNNEL_LABEL}`, 'MiB/s', true],
         ['proxy CPU time per MiB through tunnels', 'ms', false, true],
         ['proxy RSS peak, tunnels', 'MiB', false, true],
         ['proxy private memory peak, tunnels', 'MiB', false, true],
@@ -149,7 +161,8 @@ try {
   // Idle memory at start: each proxy started and answering, nothing sent through it yet.
   const idleAtStart = new Map(columns.map((c) => [c.name, rssKb(c.pid) / 1024]));
   // Warm every path (JIT, pools) before anything is recorded.
-  const warmSeconds = Math.min(1, SECONDS);
+  part('proxy: warm-up');
+  const warmSeconds = Math.min(WARM_MS / 1000, SECONDS);
   for (const c of columns) {
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
     const end = performance.now() + warmSeconds * 1000;
@@ -179,7 +192,8 @@ try {
     }
   });
   // Idle memory again, once the loads have been over for two seconds.
-  await new Promise((r) => setTimeout(r, 2_000));
+  part('proxy: idle memory after the loads');
+  await new Promise((r) => setTimeout(r, 2 * WARM_MS));
   for (const c of columns) {
     if (c.pid === undefined) continue;
     record('proxy RSS idle, at start', c.name, idleAtStart.get(c.name) ?? 0);
@@ -237,13 +251,6 @@ try {
       .filter((c) => byCol.has(c.name) && !(proxyOnly && c.pid === undefined))
       .map((c) => `${c.name} ${(byCol.get(c.name) ?? []).map(fmt).join(', ')}`);
     console.log(`- ${row} (${unit}): ${parts.join('; ')}`);
-  }
-  if (squidBinary === undefined) {
-    console.log(
-      '\nSquid was not found, so its column is missing. Install it to compare: ' +
-        '`apt-get install squid` on Debian or Ubuntu (it is in .ci/apt-packages), ' +
-        '`dnf install squid` on Fedora, `brew install squid` on macOS; or set SQUID=/path/to/squid.',
-    );
   }
 } finally {
   await proxy?.stop();

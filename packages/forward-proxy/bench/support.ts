@@ -8,9 +8,33 @@ import { connect, createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-export const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-export const TUNNEL_BYTES = 16 * 1024 * 1024;
+/**
+ * BENCH_SMOKE=1: the smoke run CI makes, one short round of every measure with a small tunnel,
+ * only to show each benchmark runs and measures; never figures to quote.
+ */
+export const SMOKE = process.env.BENCH_SMOKE === '1';
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SMOKE ? 1 : 3));
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? (SMOKE ? 0.5 : 3));
+export const TUNNEL_BYTES = (SMOKE ? 1 : 16) * 1024 * 1024;
+/** What a tunnel row says it moves: `16 MiB each` (1 MiB in the smoke run). */
+export const TUNNEL_LABEL = `${TUNNEL_BYTES / 1024 / 1024} MiB each`;
+/** How long a warm-up or a settling pause lasts, in ms (shorter in the smoke run). */
+export const WARM_MS = SMOKE ? 100 : 1_000;
+
+/** Says on stderr which part starts, so a stall names where it is. */
+export function part(name: string): void {
+  process.stderr.write(`bench: ${name}…\n`);
+}
+
+/**
+ * A peer that is not installed: says why on stderr and leaves it out of the table, except under
+ * CI=true, where .ci/apt-packages installs every peer, so a missing one fails the run.
+ */
+export function missingPeer(name: string, install: string): void {
+  const why = `${name} was not found, so its column is left out. Install it to compare: ${install}`;
+  if (process.env.CI === 'true') throw new Error(`${why} (.ci/apt-packages installs it)`);
+  process.stderr.write(`bench: ${why}\n`);
+}
 
 // ---- the origin: an HTTP server and a TCP byte source, in a process of their own ----------
 
@@ -338,7 +362,7 @@ export function tunnelDownload(c: Column, sourcePort: number): Promise<number> {
 export async function latency(c: Column): Promise<{ p50: number; p99: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   // Half a second unrecorded first, so what the previous measure left behind settles.
-  const settle = performance.now() + 500;
+  const settle = performance.now() + WARM_MS / 2;
   while (performance.now() < settle) await get(agent, c, '/small');
   const times: number[] = [];
   const end = performance.now() + SECONDS * 1000;
@@ -400,6 +424,7 @@ export async function runRounds(
     const order = round % 2 === 0 ? columns : [...columns].reverse();
     for (const m of measures) {
       for (const c of order) {
+        part(`round ${round + 1}: ${m.rows[0]?.[0]}, ${c.name}`);
         const values = await m.run(c);
         for (const [i, [row]] of m.rows.entries()) results.record(row, c.name, values[i] ?? 0);
       }
