@@ -15,6 +15,11 @@ export {
 } from '@proxy-op/htpasswd';
 export type { AccessLogEntry } from './access-log.js';
 export type { ProxyAuthOptions } from './auth.js';
+export {
+  type EgressAddresses,
+  MAX_EGRESS_ADDRESSES,
+  MIN_EGRESS_PREFIX,
+} from './egress-addresses.js';
 export { probeHealth } from './health.js';
 export { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
 export {
@@ -25,5 +30,10 @@ export {
   type SessionPolicy,
 } from './parents.js';
 export { readParentsFile, watchParentsFile } from './parents-file.js';
-export { type ForwardProxy, type ForwardProxyOptions, startForwardProxy } from './proxy.js';
+export {
+  type ForwardProxy,
+  type ForwardProxyEgress,
+  type ForwardProxyOptions,
+  startForwardProxy,
+} from './proxy.js';
 export { proxyServerPath } from './proxy-server.js';

@@ -2,7 +2,7 @@
  * The proxy program: `proxy-op-forward-proxy --config <file>` (the
  * package's `bin`, which calls {@link runProxyServer}). It reads its
  * options from the JSON file (name, address, port, allowed and health
- * sources, the destination policy `egress`, authentication, access log,
+ * sources, the destination policy and source addresses `egress`, authentication, access log,
  * limits, outgoing address, and `parents`:
  * `{ file, session, … }`, whose file of upstreams is followed while it runs;
  * other fields are ignored, so a state file can serve), serves until SIGTERM or SIGINT, then shuts down gracefully

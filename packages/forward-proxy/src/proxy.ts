@@ -17,11 +17,33 @@ import { now as clock } from './clock.js';
 import { ClientConn } from './connection.js';
 import type { ProxyContext, TrackedConnection } from './context.js';
 import { Destinations } from './destination.js';
+import { type EgressAddresses, egressAddressSet } from './egress-addresses.js';
 import { DEFAULT_LIMITS, type ProxyLimits } from './limits.js';
-import { outgoingAddressFor } from './outgoing.js';
+import { egressAddressPicker, outgoingAddressFor } from './outgoing.js';
 import { type ParentOptions, type ParentProxy, ParentSet, type ParentStats } from './parents.js';
 import { sourceKey, sourceList } from './sources.js';
 import { UpstreamPool } from './upstream.js';
+
+/**
+ * The proxy's `egress` option: the destination policy (`@proxy-op/egress`),
+ * and the addresses its connections leave from.
+ */
+export interface ForwardProxyEgress extends EgressPolicy {
+  /**
+   * The source addresses of connections to origins (and, on a gateway, to
+   * its parents): an IPv6 prefix of /48 to /128 routed to the host
+   * (`"2001:db8:1::/64"`), or a list of addresses on the host, IPv4 and
+   * IPv6, which may hold one IPv6 prefix in place of IPv6 addresses
+   * (`["2001:db8:1::/64", "192.0.2.10"]`). Each connection leaves from one
+   * of them of the family of the address it dials: every connection of one
+   * session from the same one (a hash of the session id, keyed for the
+   * life of the process), a connection without a session from one at
+   * random. A destination with no address of a family the set has is
+   * dialled from the source the system picks. Cannot be used with
+   * `outgoingAddress`; off when omitted.
+   */
+  readonly addresses?: EgressAddresses | undefined;
+}
 
 /** What a forward proxy is started with (the proxy program reads it from its config file). */
 export interface ForwardProxyOptions {
@@ -50,8 +72,9 @@ export interface ForwardProxyOptions {
    * multicast or broadcast destination, none of the host's own addresses,
    * never the proxy itself; `CONNECT` to 443 only, plain HTTP to 80, 443
    * and 1025 to 65535. A refused request gets `403` naming the rule.
+   * `egress.addresses` names the addresses connections leave from.
    */
-  readonly egress?: EgressPolicy | undefined;
+  readonly egress?: ForwardProxyEgress | undefined;
   /**
    * Basic proxy authentication: when set, a client from an allowed source
    * must also send a user and password the password file holds, or it
@@ -127,13 +150,18 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   const limits: ProxyLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const allowed = sourceList(options.allowedSources);
   const healthOnly = sourceList(options.healthSources ?? [], 'healthSources');
-  const destinations = new Destinations(options.egress);
+  const { addresses, ...policy } = options.egress ?? {};
+  const egressAddresses = egressAddressSet(addresses, options.outgoingAddress);
+  const destinations = new Destinations(options.egress === undefined ? undefined : policy);
   const auth = options.auth === undefined ? undefined : new ProxyAuth(options.auth, warn, limits);
   const log: AccessLog | undefined =
     options.accessLog === undefined ? undefined : openAccessLog(options.accessLog);
   // The log file exists before the proxy answers, so whoever waits for it sees its files.
   await log?.ready;
-  const outgoing = outgoingAddressFor(options.outgoingAddress);
+  const outgoing =
+    egressAddresses === undefined
+      ? outgoingAddressFor(options.outgoingAddress)
+      : egressAddressPicker(egressAddresses);
   const ctx: ProxyContext = {
     name: options.name,
     limits,

@@ -8,11 +8,11 @@
  *
  * @module
  */
-import { connect, type LookupFunction, type Socket } from 'node:net';
+import type { LookupFunction, Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { now as clock } from './clock.js';
 import type { Destinations } from './destination.js';
-import type { OutgoingAddress } from './outgoing.js';
+import { connectFrom, type OutgoingAddress } from './outgoing.js';
 import { ReadBuffer } from './read-buffers.js';
 
 /** What a connection tells the request that holds it. */
@@ -56,6 +56,11 @@ export class Upstream {
   reused = false;
   /** True once the TCP connection was made. */
   connected = false;
+  /**
+   * The session it was made for, when the source address goes by the
+   * session: it then carries that session's requests only.
+   */
+  readonly session: string | undefined;
   idleSince = 0;
   #error: Error | undefined;
   #timedOut = false;
@@ -66,15 +71,16 @@ export class Upstream {
     host: string,
     port: number,
     limits: UpstreamLimits,
-    localAddress: string | undefined,
+    outgoing: OutgoingAddress,
+    session: string | undefined,
     lookup: LookupFunction | undefined,
   ) {
     this.origin = origin;
-    const socket = connect({
+    this.session = session;
+    const socket = connectFrom(outgoing, session, {
       host,
       port,
       noDelay: true,
-      ...(localAddress === undefined ? {} : { localAddress }),
       ...(lookup === undefined ? {} : { lookup }),
       onread: { buffer: this.#reads.next, callback: this.#onRead },
     });
@@ -130,8 +136,15 @@ interface Origin {
   readonly pool: UpstreamPool;
   /** Idle connections, the most recently used last. */
   readonly idle: Upstream[];
-  readonly waiting: UpstreamWaiter[];
+  /** Requests waiting for a connection, each with the session its connection is for. */
+  readonly waiting: Waiting[];
   open: number;
+}
+
+/** A request waiting for a connection, and the session its connection is for. */
+interface Waiting {
+  readonly w: UpstreamWaiter;
+  readonly session: string | undefined;
 }
 
 /** The proxy's connections to origins. */
@@ -173,18 +186,25 @@ export class UpstreamPool {
   }
 
   /**
-   * Gives `w` a connection to `host:port`: an idle one when it may reuse
-   * one, else a new one; when the origin has its maximum open, `w` waits.
+   * Gives `w` a connection to `host:port` for `session` (the request's
+   * session id, when it has one): an idle one when it may reuse one, else a
+   * new one; when the origin has its maximum open, `w` waits. When the
+   * source address goes by the session, only a connection made for the
+   * same session (or, without one, made without one) is reused.
    */
-  acquire(host: string, port: number, w: UpstreamWaiter): void {
+  acquire(host: string, port: number, w: UpstreamWaiter, session?: string): void {
     const key = `${host}:${port}`;
     let o = this.#origins.get(key);
     if (o === undefined) {
       o = { key, host, port, pool: this, idle: [], waiting: [], open: 0 };
       this.#origins.set(key, o);
     }
+    const tag = this.#outgoing.bySession === true ? session : undefined;
     if (w.reuse) {
-      for (let u = o.idle.pop(); u !== undefined; u = o.idle.pop()) {
+      for (let i = o.idle.length - 1; i >= 0; i--) {
+        const u = o.idle[i] as Upstream;
+        if (!u.socket.destroyed && u.session !== tag) continue;
+        o.idle.splice(i, 1);
         if (u.socket.destroyed) continue;
         u.reused = true;
         w.onUpstream(u);
@@ -193,17 +213,17 @@ export class UpstreamPool {
     }
     if (o.open >= this.#limits.maxOriginConnections) {
       // Wait; an idle connection this request may not use is closed to make room.
-      o.waiting.push(w);
+      o.waiting.push({ w, session: tag });
       o.idle.shift()?.socket.destroy();
       return;
     }
-    this.#open(o, w);
+    this.#open(o, w, tag);
   }
 
   /** Forgets a waiter that no longer needs a connection. */
   cancel(host: string, port: number, w: UpstreamWaiter): void {
     const o = this.#origins.get(`${host}:${port}`);
-    const i = o?.waiting.indexOf(w) ?? -1;
+    const i = o?.waiting.findIndex((x) => x.w === w) ?? -1;
     if (i >= 0) o?.waiting.splice(i, 1);
   }
 
@@ -219,14 +239,15 @@ export class UpstreamPool {
       return;
     }
     const next = o.waiting[0];
-    if (next?.reuse) {
+    if (next?.w.reuse && next.session === u.session) {
       o.waiting.shift();
       u.reused = true;
-      next.onUpstream(u);
+      next.w.onUpstream(u);
       return;
     }
     if (next !== undefined || o.idle.length >= this.#limits.maxIdleOriginConnections) {
-      // A waiter that needs a fresh connection gets one when this one has closed.
+      // A waiter that needs a fresh connection (or one for another session) gets one when this
+      // one has closed.
       u.socket.destroy();
       return;
     }
@@ -264,15 +285,16 @@ export class UpstreamPool {
     o.open--;
     // A slot is free: the first waiter gets a new connection.
     while (!this.#closing && o.waiting.length > 0 && o.open < this.#limits.maxOriginConnections) {
-      this.#open(o, o.waiting.shift() as UpstreamWaiter);
+      const next = o.waiting.shift() as Waiting;
+      this.#open(o, next.w, next.session);
     }
     if (o.open === 0 && o.waiting.length === 0) this.#origins.delete(o.key);
   }
 
-  #open(o: Origin, w: UpstreamWaiter): void {
+  #open(o: Origin, w: UpstreamWaiter, session: string | undefined): void {
     o.open++;
     const lookup = this.#destinations?.lookupFor(o.port, 'http');
-    const u = new Upstream(o, o.host, o.port, this.#limits, this.#outgoing(o.host), lookup);
+    const u = new Upstream(o, o.host, o.port, this.#limits, this.#outgoing, session, lookup);
     w.onUpstream(u);
   }
 }
