@@ -56,6 +56,23 @@ export interface AccessLog {
   close(): Promise<void>;
 }
 
+/** A request or tunnel that ended: its line less the time and duration, and when it began (`clock()`). */
+export type EndedRequest = Omit<AccessLogEntry, 'time' | 'durationMs'> & {
+  readonly started: number;
+};
+
+/** Writes the line of a request or tunnel that ended now, when there is a log. */
+export function logEnded(log: AccessLog | undefined, e: EndedRequest): void {
+  if (log === undefined) return;
+  const { started, upstream, ...rest } = e;
+  log.write({
+    time: isoTime(),
+    ...rest,
+    durationMs: Math.round(clock() - started),
+    ...(upstream === undefined ? {} : { upstream }),
+  });
+}
+
 /** Largest access-log backlog kept in memory; lines beyond it are dropped and counted. */
 const LOG_BACKLOG_BYTES = 1 << 20;
 /** Writes of gathered lines are at least this far apart, in ms. */

@@ -21,6 +21,7 @@ import { FailureLimit } from './auth-limit.js';
 import { now as clock } from './clock.js';
 import { crypto } from './lazy-crypto.js';
 import { WatchedPasswordFile } from './password-file.js';
+import { parseUserParams, splitUserName, type UserParams } from './user-params.js';
 
 /** Proxy authentication, as `ForwardProxyOptions.auth` and the program's config file give it. */
 export interface ProxyAuthOptions {
@@ -74,8 +75,10 @@ export const DEFAULT_AUTH_BOUNDS: AuthBounds = {
 
 /** What a check decided. */
 export type AuthOutcome =
-  /** The credential holds: the user it names. */
-  | { readonly kind: 'user'; readonly user: string }
+  /** The credential holds: the user it names, and the parameters in its user name. */
+  | { readonly kind: 'user'; readonly user: string; readonly params: UserParams }
+  /** The credential holds, but a parameter in its user name does not: 407 naming it. */
+  | { readonly kind: 'bad-parameter'; readonly problem: string }
   /** No credential, or one that does not hold: 407. */
   | { readonly kind: 'refused' }
   /** The source has failed too often: 429, for `retryAfterMs`. */
@@ -86,9 +89,10 @@ export type AuthOutcome =
 const REFUSED: AuthOutcome = Object.freeze({ kind: 'refused' });
 const BUSY: AuthOutcome = Object.freeze({ kind: 'busy' });
 
-/** A kept success: whose, against which hash, until when. */
+/** A kept success: whose, against which hash, until when, and what it was answered. */
 interface Verified {
   readonly user: string;
+  readonly answer: AuthOutcome;
   /** The user's hash it was checked against. */
   readonly hash: string;
   readonly until: number;
@@ -180,10 +184,12 @@ export class ProxyAuth {
     const key = this.#digest(value);
     const kept = this.#cache.get(key);
     const known = kept !== undefined && users.get(kept.user) === kept.hash;
-    if (known && kept.until > now) return { kind: 'user', user: kept.user };
+    if (known && kept.until > now) return kept.answer;
     const creds = basicCredentials(value);
     if (creds === undefined) return this.#failed(source, now);
-    const hash = users.get(creds.user);
+    // The user is the longest part of the user name that the file knows; the rest is parameters.
+    const { user, rest } = splitUserName(creds.user, (u) => users.has(u));
+    const hash = users.get(user);
     let verifying = this.#verifying.get(key);
     // A header that held when it was last verified (its time is up, its line unchanged) is
     // verified again without a token: it is no guess, and its client shares a source with others.
@@ -216,8 +222,13 @@ export class ProxyAuth {
         const oldest = this.#cache.keys().next();
         if (oldest.done !== true) this.#cache.delete(oldest.value);
       }
-      this.#cache.set(key, { user: creds.user, hash, until: now + this.#ttl });
-      return { kind: 'user', user: creds.user };
+      const params = parseUserParams(rest);
+      const answer: AuthOutcome =
+        'problem' in params
+          ? { kind: 'bad-parameter', problem: params.problem }
+          : { kind: 'user', user, params };
+      this.#cache.set(key, { user, answer, hash, until: now + this.#ttl });
+      return answer;
     });
   }
 
@@ -231,6 +242,14 @@ export class ProxyAuth {
     text: string;
     fields: string;
   } {
+    if (o.kind === 'bad-parameter') {
+      // The password held: the answer names the parameter, and the client may try again.
+      return {
+        status: 407,
+        text: `${o.problem}\n`,
+        fields: `Proxy-Authenticate: ${this.challenge}\r\n`,
+      };
+    }
     if (o.kind === 'limited') {
       const seconds = Math.max(1, Math.ceil(o.retryAfterMs / 1000));
       const text = 'too many failed credentials from this source; try again later\n';

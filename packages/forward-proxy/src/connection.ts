@@ -9,19 +9,22 @@
  * @module
  */
 import type { Socket } from 'node:net';
+import { logEnded } from './access-log.js';
 import type { AuthOutcome } from './auth.js';
 import { now as clock } from './clock.js';
 import type { ExchangeClient, ProxyContext, TrackedConnection } from './context.js';
 import { Exchange } from './exchange.js';
-import { httpDate, isoTime } from './http-date.js';
 import { HeadError, parseRequestHead, type RequestHead } from './http1.js';
-import { metricsText } from './parents.js';
+import { bareAnswer, closingAnswer, okAnswer } from './own-answers.js';
+import { metricsText } from './parent-metrics.js';
+import type { Parent } from './parents.js';
 import { HeadReader } from './reader.js';
-import { REASONS } from './reasons.js';
 import { routeRequest } from './route.js';
 import { SOCKS5, Socks5Conn } from './socks5.js';
 import { sourceKey } from './sources.js';
+import type { ConnectionPin } from './steering.js';
 import { openTunnel } from './tunnel.js';
+import type { UserParams } from './user-params.js';
 
 /** How long a kept-open client connection may wait for its next request, in ms. */
 export const KEEP_ALIVE_MS = 5_000;
@@ -42,6 +45,8 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   readonly ctx: ProxyContext;
   readonly socket: Socket;
   readonly address: string;
+  /** The parent this connection's last request went to, for rotation. */
+  readonly pin: ConnectionPin<Parent> = { parent: undefined };
   /** The source may use the proxy (false: it may ask `/healthz` only). */
   readonly #allowed: boolean;
   #mode = HEAD;
@@ -270,10 +275,10 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     const target = route.target;
-    this.#authorize(head, target.logTarget, started, (user) => {
+    this.#authorize(head, target.logTarget, started, (user, params) => {
       this.#mode = BUSY;
       this.#bodySince = started;
-      const ex = new Exchange(this, head, target, user);
+      const ex = new Exchange(this, head, target, user, params);
       this.#exchange = ex;
       if (head.expectContinue && head.minor === 1 && ex.wantsBody) {
         this.write('HTTP/1.1 100 Continue\r\n\r\n');
@@ -348,11 +353,11 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
    */
   #metrics(head: RequestHead, started: number): void {
     if (!this.#allowed) {
-      this.answer(403, 'this source may not use the proxy\n', head.method, '/metrics', started, 0);
+      this.answer(403, NOT_ALLOWED, head.method, '/metrics', started, 0);
       return;
     }
     this.#authorize(head, '/metrics', started, () => {
-      const text = metricsText(this.ctx.parents?.stats() ?? []);
+      const text = metricsText(this.ctx.parents?.stats() ?? [], this.ctx.parents?.waiting ?? 0);
       this.#own(head, 'text/plain; version=0.0.4', text, '');
     });
   }
@@ -364,11 +369,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
    */
   #own(head: RequestHead, type: string, text: string, fields: string): void {
     const close = this.ctx.closing || !head.keepAlive || head.framing.kind !== 'none';
-    this.write(
-      `HTTP/1.1 200 OK\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
-        `${fields}Date: ${httpDate()}\r\n${close ? 'Connection: close\r\n' : ''}\r\n` +
-        `${head.method === 'HEAD' ? '' : text}`,
-    );
+    this.write(okAnswer(type, text, fields, head.method, close));
     if (close) this.#finish(false);
     else this.exchangeDone(true);
   }
@@ -388,21 +389,15 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   ): void {
     this.#exchange = undefined;
     if (this.#mode === DONE) return;
-    // An answer to HEAD has no body (RFC 9110 §9.3.2): one would be read as the next answer.
-    this.write(
-      `HTTP/1.1 ${status} ${REASONS[status] ?? ''}\r\nContent-Type: text/plain\r\n` +
-        `Content-Length: ${Buffer.byteLength(text)}\r\nDate: ${httpDate()}\r\n${fields}` +
-        `Connection: close\r\n\r\n${method === 'HEAD' ? '' : text}`,
-    );
-    this.ctx.log?.write({
-      time: isoTime(),
+    this.write(closingAnswer(status, text, method, fields));
+    logEnded(this.ctx.log, {
       client: this.address,
       method,
       target,
       status,
       bytesIn,
       bytesOut: 0,
-      durationMs: Math.round(clock() - started),
+      started,
     });
     this.#finish(false);
   }
@@ -419,7 +414,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     head: RequestHead,
     target: string,
     started: number,
-    then: (user: string | undefined) => void,
+    then: (user: string | undefined, params?: UserParams) => void,
   ): void {
     const auth = this.ctx.auth;
     if (auth === undefined) {
@@ -431,7 +426,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     const outcome = auth.check(value, sourceKey(this.address));
     const decide = (o: AuthOutcome) => {
       if (o.kind === 'user') {
-        then(o.user);
+        then(o.user, o.params);
         return;
       }
       const r = auth.refusal(o);
@@ -453,9 +448,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   /** A request we cannot read: a bare status, and the connection ends. */
   #reject(status: number): void {
     if (this.#mode === DONE) return;
-    this.write(
-      `HTTP/1.1 ${status} ${REASONS[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
-    );
+    this.write(bareAnswer(status));
     // The client may still be sending what we could not read: it gets time to read the answer.
     this.#finish(true);
   }
@@ -479,7 +472,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
   }
 
   #connect(head: RequestHead, started: number): void {
-    const open = (user: string | undefined) => {
+    const open = (user: string | undefined, params?: UserParams) => {
       this.#mode = TUNNEL;
       this.socket.off('data', this.#onData);
       const rest = this.#buf ?? Buffer.alloc(0);
@@ -489,7 +482,10 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         source: this.address,
         user,
         started,
-        session: this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
+        params,
+        session:
+          params?.session ??
+          this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
       });
     };
     if (this.#allowed) this.#authorize(head, head.target, started, open);

@@ -14,8 +14,9 @@ import type { ProxyAuth } from './auth.js';
 import type { Destinations } from './destination.js';
 import type { ProxyLimits } from './limits.js';
 import type { OutgoingAddress } from './outgoing.js';
-import type { ParentSet } from './parents.js';
+import type { Parent, ParentSet } from './parents.js';
 import type { SourceList } from './sources.js';
+import type { ConnectionPin } from './steering.js';
 import type { UpstreamPool } from './upstream.js';
 
 /** A client connection as the proxy tracks it: swept for timeouts, closed on shutdown. */
@@ -68,6 +69,8 @@ export interface ExchangeClient {
   readonly address: string;
   /** The client's socket: what is written to it may wait there (see `Upstream.lend`). */
   readonly socket: Socket;
+  /** The parent the connection's last request went to, for rotation. */
+  readonly pin: ConnectionPin<Parent>;
   /** Writes to the client; false when its buffer is full (wait for `drain`). */
   write(data: Buffer | string): boolean;
   /** Holds writes back until {@link uncork}, to send them together. */

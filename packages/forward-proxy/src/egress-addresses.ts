@@ -8,8 +8,9 @@
  *
  * @module
  */
-import { createHmac, randomBytes } from 'node:crypto';
+
 import { type Cidr, formatIp, type Ipv6, parseCidr, parseIp } from '@proxy-op/egress';
+import { crypto } from './lazy-crypto.js';
 
 /**
  * `egress.addresses` as it is written: one entry or a list of them. An
@@ -178,17 +179,20 @@ export function egressAddressSet(
   if (prefix !== undefined) pools.set(6, { kind: 'prefix', prefix });
   else if (v6.length > 0) pools.set(6, { kind: 'list', addresses: v6 });
   // The hash key lives as long as the process: a session keeps its address while the proxy
-  // runs, and nobody outside can tell which address a session id leads to.
-  const key = randomBytes(32);
+  // runs, and nobody outside can tell which address a session id leads to. Made at the first
+  // pick, so a proxy loads node:crypto only once it dials from the set.
+  let key: Buffer | undefined;
   return {
     families: [...pools.keys()],
     pick(family, session) {
       const pool = pools.get(family);
       if (pool === undefined) return undefined;
+      const c = crypto();
+      key ??= c.randomBytes(32);
       const bits =
         session === undefined
-          ? randomBytes(16)
-          : createHmac('sha256', key).update(session, 'utf8').digest().subarray(0, 16);
+          ? c.randomBytes(16)
+          : c.createHmac('sha256', key).update(session, 'utf8').digest().subarray(0, 16);
       return pool.kind === 'list' ? fromList(pool.addresses, bits) : inPrefix(pool.prefix, bits);
     },
   };

@@ -7,10 +7,11 @@
  *
  * @module
  */
+import { logEnded } from './access-log.js';
+import { clientAnswer, SKIP_NONE } from './answer-head.js';
 import { now as clock } from './clock.js';
 import type { ExchangeClient } from './context.js';
 import { refusalOf, refusalText } from './destination.js';
-import { httpDate, isoTime } from './http-date.js';
 import {
   endToEndFields,
   HeadError,
@@ -18,11 +19,13 @@ import {
   type RequestHead,
   type ResponseHead,
 } from './http1.js';
-import type { Parent } from './parents.js';
+import { ParentLease } from './parent-lease.js';
 import { BodyReader, HeadReader } from './reader.js';
 import { requestHead } from './request-head.js';
+import { NONE_CAME, RETRY_AFTER } from './steering.js';
 import type { HttpTarget } from './target.js';
 import type { Upstream, UpstreamOwner, UpstreamWaiter } from './upstream.js';
+import type { UserParams } from './user-params.js';
 
 /** Methods whose request may be sent again (RFC 9110 §9.2.2), as Squid retries them. */
 const RETRIABLE = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'TRACE']);
@@ -32,9 +35,6 @@ const MAX_RESPONSE_HEAD = 64 * 1024;
 const COALESCE_BYTES = 16 * 1024;
 /** Interim (1xx) answers passed on before the final one; more is an origin gone wrong. */
 const MAX_INTERIM = 16;
-
-const SKIP_NONE: ReadonlySet<string> = new Set();
-const SKIP_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 
 /** A request being forwarded to an origin for one client connection. */
 export class Exchange implements UpstreamWaiter, UpstreamOwner {
@@ -51,13 +51,10 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   /** Where the connection goes: the origin, or the parent carrying the request. */
   #dialHost: string;
   #dialPort: number;
-  /** The parent carrying the request, when the proxy has parents. */
-  #parent: Parent | undefined;
-  /** Parents tried for it: a failed connection is tried once more on another one. */
-  readonly #tried = new Set<Parent>();
+  /** Its hold on a parent, when the proxy has parents (and its refusal of a filter without). */
+  readonly #lease: ParentLease;
+  /** The session it belongs to (for the egress address and kept connections). */
   readonly #session: string | undefined;
-  /** The name of the last parent that carried it, for the access log. */
-  #servedBy: string | undefined;
   #sentAt = 0;
   #waiting = false;
   #retried = false;
@@ -89,6 +86,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     head: RequestHead,
     target: HttpTarget,
     user: string | undefined,
+    params?: UserParams,
   ) {
     this.#conn = conn;
     this.#head = head;
@@ -101,7 +99,15 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     this.#dialHost = target.host;
     this.#dialPort = target.port;
     const parents = conn.ctx.parents;
-    this.#session = parents?.sessionOf(conn.address, head.fields.lower, head.fields.values);
+    const fallback = parents?.sessionOf(conn.address, head.fields.lower, head.fields.values);
+    this.#lease = new ParentLease(parents, {
+      user,
+      params,
+      fallback,
+      pin: conn.pin,
+      cut: this.#cutByDrain,
+    });
+    this.#session = params?.session ?? fallback;
     this.#requestHead = parents === undefined ? requestHead(head, target) : '';
   }
 
@@ -122,26 +128,35 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       this.#fail(403, refusalText(refused));
       return;
     }
+    const refusal = this.#lease.refusal;
+    if (refusal !== undefined) {
+      this.#fail(502, `${refusal}\n`);
+      return;
+    }
     if (parents === undefined) this.#dialHost = destinations.dialHost(this.#target.host);
     if (parents !== undefined) {
-      const p = parents.pick(this.#session, this.#tried);
-      if (p === undefined) {
-        this.#fail(502, 'no upstream proxy is available\n');
+      const choice = this.#lease.choose(parents, 'request');
+      if (choice.kind === 'hold') {
+        // The pool is at zero: the request waits for a parent to come.
+        void parents.waitForParent().then((came) => {
+          if (this.#finished) return;
+          if (came) this.start();
+          else this.#fail(503, `${NONE_CAME}\n`, RETRY_AFTER);
+        });
         return;
       }
-      this.#parent = p;
-      this.#servedBy = p.name;
-      this.#tried.add(p);
-      p.inFlight++;
-      p.requests++;
-      p.live.add(this.#cutByDrain);
+      if (choice.kind === 'none') {
+        this.#fail(502, `${choice.text}\n`);
+        return;
+      }
+      const p = choice.parent;
       this.#dialHost = p.host;
       this.#dialPort = p.port;
       const strip = parents.session === 'header' ? parents.sessionHeader : undefined;
       this.#requestHead = requestHead(this.#head, this.#target, p, strip);
     }
     this.#waiting = true;
-    this.#conn.ctx.pool.acquire(this.#dialHost, this.#dialPort, this);
+    this.#conn.ctx.pool.acquire(this.#dialHost, this.#dialPort, this, this.#session);
   }
 
   /** The parent left the set and its drain is over. */
@@ -152,18 +167,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
 
   /** Lets go of the parent, counting what went through it. */
   #leaveParent(): void {
-    const p = this.#parent;
-    if (p === undefined) return;
-    this.#parent = undefined;
-    p.inFlight--;
-    p.live.delete(this.#cutByDrain);
-    p.bytesOut += this.#bytesIn;
-    p.bytesIn += this.#bytesOut;
-  }
-
-  /** The fields naming the parent, for the client. */
-  #upstreamField(): string {
-    return this.#parent === undefined ? '' : `X-Proxy-Op-Upstream: ${this.#parent.name}\r\n`;
+    this.#lease.leave(this.#bytesIn, this.#bytesOut);
   }
 
   onUpstream(u: Upstream): void {
@@ -239,7 +243,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
         return;
       }
       this.#resBuf = undefined;
-      const p = this.#parent;
+      const p = this.#lease.parent;
       if (p !== undefined && res.status === 407) {
         // The parent refused our credential: the client's request is not at fault.
         this.#conn.ctx.parents?.failed(p);
@@ -272,34 +276,14 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     const ctx = this.#conn.ctx;
     this.#res = res;
     this.#status = res.status;
-    const oneZero = this.#head.minor === 0;
     const f = res.framing;
     const body = new BodyReader(f);
     this.#resBody = body;
-    let framing = '';
-    if (f.kind === 'length') {
-      framing = `Content-Length: ${f.length}\r\n`;
-    } else if (f.kind === 'chunked') {
-      this.#decode = oneZero;
-      if (!oneZero) framing = `Transfer-Encoding: ${res.transferEncoding}\r\n`;
-    } else if (f.kind === 'close') {
-      this.#rechunk = !oneZero;
-      if (this.#rechunk) framing = 'Transfer-Encoding: chunked\r\n';
-    }
-    this.#keepClient =
-      this.#head.keepAlive &&
-      !ctx.closing &&
-      !(oneZero && (f.kind === 'close' || f.kind === 'chunked'));
-    const connection = !this.#keepClient
-      ? 'Connection: close\r\n'
-      : oneZero
-        ? 'Connection: keep-alive\r\n'
-        : '';
-    // The framing fields are ours: a Content-Length the body does not follow is never passed on.
-    const skip = f.kind === 'none' ? SKIP_NONE : SKIP_LENGTH;
-    const head =
-      `HTTP/1.1 ${res.status} ${res.reason}\r\n${endToEndFields(res, skip)}${this.#upstreamField()}${framing}` +
-      `${res.hasDate ? '' : `Date: ${httpDate()}\r\n`}${connection}\r\n`;
+    const framed = clientAnswer(res, this.#head, ctx.closing, this.#lease.fields());
+    this.#decode = framed.decode;
+    this.#rechunk = framed.rechunk;
+    this.#keepClient = framed.keepClient;
+    const head = framed.head;
     const rest = buf.length - at;
     if (f.kind === 'length' && rest > 0 && rest <= COALESCE_BYTES) {
       // The whole of a small answer in one write: head and body together.
@@ -379,11 +363,11 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       this.#fail(403, refusalText(refused));
       return;
     }
-    const p = this.#parent;
+    const p = this.#lease.parent;
     if (p !== undefined && this.#res === undefined && !this.#gotBytes && !reused) {
       this.#conn.ctx.parents?.failed(p);
-      const others = this.#conn.ctx.parents?.hasOther(this.#tried) === true;
-      if (!connected && this.#bytesIn === 0 && this.#tried.size === 1 && others) {
+      const others = this.#lease.hasOther(this.#conn.ctx.parents);
+      if (!connected && this.#bytesIn === 0 && this.#lease.tried.size === 1 && others) {
         // The parent could not be reached and nothing of the request went anywhere: another one.
         this.#leaveParent();
         this.#blocked = false;
@@ -397,7 +381,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       this.reuse = false;
       this.#blocked = false;
       // Not the parent's failure: it may carry the request again.
-      if (p !== undefined) this.#tried.delete(p);
+      if (p !== undefined) this.#lease.tried.delete(p);
       this.#leaveParent();
       this.start();
       return;
@@ -433,7 +417,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   }
 
   /** Answers the client with an error, or cuts it when the answer had begun. */
-  #fail(status: number, text: string): void {
+  #fail(status: number, text: string, extra = ''): void {
     if (this.#finished) return;
     if (this.#res !== undefined) {
       this.#cut();
@@ -441,7 +425,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     }
     this.#finished = true;
     this.#dropUpstream();
-    const fields = this.#upstreamField();
+    const fields = `${this.#lease.fields()}${extra}`;
     this.#leaveParent();
     this.#conn.answer(
       status,
@@ -481,10 +465,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   }
 
   #log(status: number): void {
-    const log = this.#conn.ctx.log;
-    if (log === undefined) return;
-    log.write({
-      time: isoTime(),
+    logEnded(this.#conn.ctx.log, {
       client: this.#conn.address,
       user: this.#user,
       method: this.#head.method,
@@ -492,8 +473,8 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       status,
       bytesIn: this.#bytesIn,
       bytesOut: this.#bytesOut,
-      durationMs: Math.round(clock() - this.#started),
-      ...(this.#servedBy === undefined ? {} : { upstream: this.#servedBy }),
+      started: this.#started,
+      upstream: this.#lease.servedBy,
     });
   }
 }

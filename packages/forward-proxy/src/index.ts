@@ -37,3 +37,12 @@ export {
   startForwardProxy,
 } from './proxy.js';
 export { proxyServerPath } from './proxy-server.js';
+export {
+  DEFAULT_SESSION_TTL_MS,
+  formatUserName,
+  MAX_SESSION_TTL_MS,
+  MIN_SESSION_TTL_MS,
+  parseUserParams,
+  splitUserName,
+  type UserParams,
+} from './user-params.js';

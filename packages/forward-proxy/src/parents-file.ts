@@ -1,6 +1,6 @@
 /**
  * The parents file of the proxy program: `{ "upstreams": [{ "name", "url",
- * "verified" }] }`, read at start and again within a second of each change
+ * "verified", "location": { "country", "region" }, "provider" }] }`, read at start and again within a second of each change
  * (an atomic rename by whoever keeps the pool's list), so a gateway follows
  * its pool without a restart. A file that cannot be read or parsed keeps
  * the list the proxy has, and says why without showing what it holds.
@@ -29,10 +29,18 @@ export function readParentsFile(path: string): ParentProxy[] {
     if (typeof o.name !== 'string' || typeof o.url !== 'string') {
       throw new Error(`parents.file: upstreams[${i}] of ${path} needs a name and a url`);
     }
+    const at = (o.location ?? {}) as Record<string, unknown>;
+    const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+    const country = text(at.country);
+    const region = text(at.region);
     return {
       name: o.name,
       url: o.url,
       ...(typeof o.verified === 'string' ? { verified: o.verified } : {}),
+      ...(country === undefined && region === undefined
+        ? {}
+        : { location: { ...(country ? { country } : {}), ...(region ? { region } : {}) } }),
+      ...(text(o.provider) === undefined ? {} : { provider: text(o.provider) }),
     };
   });
 }

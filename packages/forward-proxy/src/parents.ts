@@ -13,6 +13,14 @@
  * @module
  */
 import { now as clock } from './clock.js';
+import {
+  type ConnectionPin,
+  filterText,
+  matches,
+  type ParentFilter,
+  SessionTable,
+  type Steer,
+} from './steering.js';
 
 /** A parent proxy as the proxy is given it. */
 export interface ParentProxy {
@@ -26,6 +34,12 @@ export interface ParentProxy {
    * taken out for failing comes back once this changes.
    */
   readonly verified?: string | undefined;
+  /** Where it is, for the user name's `country` and `region` filters. */
+  readonly location?:
+    | { readonly country?: string | undefined; readonly region?: string | undefined }
+    | undefined;
+  /** The provider it runs on, for the user name's `provider` filter. */
+  readonly provider?: string | undefined;
 }
 
 /** How requests are kept together on one parent. */
@@ -51,6 +65,14 @@ export interface ParentOptions {
   readonly ejectMs?: number | undefined;
   /** How long tunnels and requests through a parent that left the set may go on, in ms (default 30000). */
   readonly drainMs?: number | undefined;
+  /**
+   * While the set is empty (a pool scaled to zero), hold each new request,
+   * tunnel and SOCKS5 connection until a parent comes, for at most
+   * `timeoutMs` (then `503` with `Retry-After`, SOCKS5 a general failure),
+   * and at most `maxWaiting` at once (more get the same at once). Without
+   * it, an empty set answers `502` at once.
+   */
+  readonly wake?: { readonly timeoutMs: number; readonly maxWaiting: number } | undefined;
 }
 
 /** What one parent has carried, as {@link ForwardProxy.parentStats} reports it. */
@@ -90,14 +112,14 @@ export const LATENCY_BUCKETS_MS: readonly number[] = [
 /** What a parent's name may hold: it is sent in a header field. */
 const NAME = /^[A-Za-z0-9._~:-]{1,253}$/;
 
-/** Sessions remembered at most; the oldest is forgotten first. */
-const MAX_SESSIONS = 65_536;
-
 /** One parent, as the requests through it share it. */
 export class Parent {
   readonly name: string;
   readonly host: string;
   readonly port: number;
+  readonly country: string | undefined;
+  readonly region: string | undefined;
+  readonly provider: string | undefined;
   /** `Basic …` for its credential, or undefined without one. */
   authorization: string | undefined;
   verified: string | undefined;
@@ -132,11 +154,14 @@ export class Parent {
     this.port = u.port;
     this.authorization = u.authorization;
     this.verified = p.verified;
+    this.country = p.location?.country?.toUpperCase();
+    this.region = p.location?.region?.toLowerCase();
+    this.provider = p.provider?.toLowerCase();
   }
 
-  /** The key a parent is known by across updates: its name and address. */
+  /** The key a parent is known by across updates: its name, address and placement. */
   get key(): string {
-    return `${this.name}\0${this.host}:${this.port}`;
+    return `${this.name}\0${this.host}:${this.port}\0${this.country}\0${this.region}\0${this.provider}`;
   }
 
   /** The field line sent to it, or ''. */
@@ -169,8 +194,12 @@ export class ParentSet {
   #parents: Parent[] = [];
   /** The parents of the set by {@link Parent.key}, to find one again on an update. */
   readonly #known = new Map<string, Parent>();
-  readonly #sessions = new Map<string, Parent>();
+  readonly #sessions = new SessionTable<Parent>();
   #turn = 0;
+  /** How work is held while the set is empty, when it is. */
+  readonly wake: { readonly timeoutMs: number; readonly maxWaiting: number } | undefined;
+  /** What wakes each held request when a parent comes. */
+  readonly #waiters = new Set<() => void>();
 
   constructor(o: ParentOptions) {
     this.session = o.session ?? 'none';
@@ -181,6 +210,13 @@ export class ParentSet {
     this.#ejectAfter = positive(o.ejectAfterFailures, 3, 'parents.ejectAfterFailures');
     this.#ejectMs = positive(o.ejectMs, 30_000, 'parents.ejectMs');
     this.#drainMs = positive(o.drainMs, 30_000, 'parents.drainMs');
+    this.wake =
+      o.wake === undefined
+        ? undefined
+        : {
+            timeoutMs: positive(o.wake.timeoutMs, 120_000, 'parents.wake.timeoutMs'),
+            maxWaiting: positive(o.wake.maxWaiting, 1_000, 'parents.wake.maxWaiting'),
+          };
     this.set(o.upstreams);
   }
 
@@ -214,6 +250,39 @@ export class ParentSet {
     }
     for (const p of this.#parents) if (!seen.has(p.key)) this.#leave(p);
     this.#parents = next;
+    if (next.length > 0) for (const wake of [...this.#waiters]) wake();
+  }
+
+  /** Requests, tunnels and SOCKS5 connections held for a parent now. */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
+
+  /**
+   * Whether work that found no parent is to wait for one: the set is empty
+   * and `wake` is on.
+   */
+  get holds(): boolean {
+    return this.wake !== undefined && this.#parents.length === 0;
+  }
+
+  /**
+   * Waits for a parent to come: true once the set has one, false after
+   * `wake.timeoutMs`, or at once when `wake.maxWaiting` are held already.
+   */
+  waitForParent(): Promise<boolean> {
+    const w = this.wake;
+    if (w === undefined || this.#waiters.size >= w.maxWaiting) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (came: boolean) => {
+        clearTimeout(timer);
+        this.#waiters.delete(wake);
+        resolve(came);
+      };
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(false), w.timeoutMs);
+      this.#waiters.add(wake);
+    });
   }
 
   #leave(p: Parent): void {
@@ -225,55 +294,96 @@ export class ParentSet {
     }, this.#drainMs).unref();
   }
 
-  /** The session a request belongs to, from its client address and fields. */
+  /**
+   * The session a request belongs to by the set's policy (a header's value
+   * or the client's address, keyed apart from user-name sessions), or
+   * undefined.
+   */
   sessionOf(
     client: string,
     names: readonly string[],
     values: readonly string[],
   ): string | undefined {
-    if (this.session === 'client') return client;
+    if (this.session === 'client') return `c\0${client}`;
     if (this.session === 'header') {
       const i = names.indexOf(this.sessionHeader);
-      return i < 0 ? undefined : values[i];
+      return i < 0 ? undefined : `h\0${values[i]}`;
     }
     return undefined;
   }
 
   /**
-   * The parent for a request of `session` (undefined: none), other than
-   * those in `tried`: its session's parent while that one is available,
-   * else the available one with the fewest in flight (ties in turn).
-   * Undefined when none is available.
+   * The parent for a request as `steer` asks, other than those in `tried`
+   * and only among those its filter allows: the session's parent while it
+   * is held and available; else, with `rotate: connection`, the connection's
+   * parent while it is available; else the available one with the fewest in
+   * flight (ties in turn), and with `rotate: request` never the one the
+   * connection used last while another is there. The choice is held for the
+   * session and the connection. Undefined when none is available.
    */
-  pick(session: string | undefined, tried: ReadonlySet<Parent>): Parent | undefined {
+  pick(steer: Steer<Parent>, tried: ReadonlySet<Parent>): Parent | undefined {
     const now = clock();
-    if (session !== undefined) {
-      const held = this.#sessions.get(session);
-      if (held?.available(now) && !tried.has(held)) return held;
-    }
-    const n = this.#parents.length;
+    const { session, filter, pin } = steer;
+    const takes = (p: Parent) => p.available(now) && !tried.has(p) && matches(p, filter);
     let best: Parent | undefined;
-    for (let i = 0; i < n; i++) {
-      const p = this.#parents[(this.#turn + i) % n] as Parent;
-      if (!p.available(now) || tried.has(p)) continue;
-      if (best === undefined || p.inFlight < best.inFlight) best = p;
+    if (session !== undefined) {
+      const held = this.#sessions.get(session, now);
+      if (held !== undefined && takes(held)) best = held;
+      else if (held !== undefined && tried.size === 0) steer.movedFrom = held.name;
     }
-    this.#turn = n === 0 ? 0 : (this.#turn + 1) % n;
-    if (best !== undefined && session !== undefined && tried.size === 0) {
-      this.#sessions.delete(session);
-      this.#sessions.set(session, best);
-      if (this.#sessions.size > MAX_SESSIONS) {
-        const oldest = this.#sessions.keys().next().value as string;
-        this.#sessions.delete(oldest);
-      }
+    if (best === undefined && steer.rotate === 'connection' && session === undefined) {
+      const kept = pin?.parent;
+      if (kept !== undefined && takes(kept)) best = kept;
     }
+    if (best === undefined)
+      best = this.#fewest(takes, steer.rotate === 'request' ? pin : undefined);
+    if (best === undefined) return undefined;
+    if (session !== undefined && tried.size === 0) {
+      this.#sessions.hold(session, best, steer.ttlMs, now);
+    }
+    if (pin !== undefined) pin.parent = best;
     return best;
   }
 
-  /** Whether a parent other than those in `tried` is available now. */
-  hasOther(tried: ReadonlySet<Parent>): boolean {
+  /**
+   * The one `takes` allows with the fewest in flight, ties in turn; not the
+   * one `avoid` holds while another is allowed.
+   */
+  #fewest(
+    takes: (p: Parent) => boolean,
+    avoid: ConnectionPin<Parent> | undefined,
+  ): Parent | undefined {
+    const n = this.#parents.length;
+    const last = avoid?.parent;
+    let best: Parent | undefined;
+    let fallback: Parent | undefined;
+    for (let i = 0; i < n; i++) {
+      const p = this.#parents[(this.#turn + i) % n] as Parent;
+      if (!takes(p)) continue;
+      if (p === last) {
+        fallback = p;
+        continue;
+      }
+      if (best === undefined || p.inFlight < best.inFlight) best = p;
+    }
+    this.#turn = n === 0 ? 0 : (this.#turn + 1) % n;
+    return best ?? fallback;
+  }
+
+  /**
+   * Why no parent of the set can ever take a request with `filter`, naming
+   * the filter, or undefined when some parent matches it (and is only busy
+   * or out for now).
+   */
+  unmatched(filter: ParentFilter | undefined): string | undefined {
+    if (filter === undefined || this.#parents.some((p) => matches(p, filter))) return undefined;
+    return `no upstream matches ${filterText(filter)}`;
+  }
+
+  /** Whether a parent other than those in `tried` (and where `filter` asks) is available now. */
+  hasOther(tried: ReadonlySet<Parent>, filter?: ParentFilter): boolean {
     const now = clock();
-    return this.#parents.some((p) => p.available(now) && !tried.has(p));
+    return this.#parents.some((p) => p.available(now) && !tried.has(p) && matches(p, filter));
   }
 
   /** A request or tunnel through `p` failed before its answer: out after enough in a row. */
@@ -337,88 +447,4 @@ function parseParentUrl(p: ParentProxy): {
       ? undefined
       : `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
   return { host, port, authorization };
-}
-
-/** Escapes a label value of the Prometheus text format. */
-function label(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
-
-/**
- * The parents' stats in the Prometheus text format (0.0.4): per parent,
- * requests, tunnels, failures and bytes (counters), in flight and
- * availability (gauges), and the latency to the answer or the tunnel's
- * opening (a histogram in seconds). Labelled by name, never by credential.
- */
-export function metricsText(stats: readonly ParentStats[]): string {
-  const lines: string[] = [];
-  const family = (
-    name: string,
-    type: 'counter' | 'gauge',
-    help: string,
-    value: (s: ParentStats) => number,
-  ) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const s of stats) lines.push(`${name}{upstream="${label(s.name)}"} ${value(s)}`);
-  };
-  const p = 'proxy_op_gateway_upstream';
-  family(
-    `${p}_requests_total`,
-    'counter',
-    'HTTP requests sent to the upstream.',
-    (s) => s.requests,
-  );
-  family(
-    `${p}_tunnels_total`,
-    'counter',
-    'CONNECT tunnels opened through the upstream.',
-    (s) => s.tunnels,
-  );
-  family(
-    `${p}_failures_total`,
-    'counter',
-    'Requests and tunnels the upstream failed before an answer.',
-    (s) => s.failures,
-  );
-  family(
-    `${p}_sent_bytes_total`,
-    'counter',
-    'Bytes of bodies and tunnels sent to the upstream.',
-    (s) => s.bytesOut,
-  );
-  family(
-    `${p}_received_bytes_total`,
-    'counter',
-    'Bytes of bodies and tunnels received from the upstream.',
-    (s) => s.bytesIn,
-  );
-  family(
-    `${p}_in_flight`,
-    'gauge',
-    'Requests and tunnels through the upstream now.',
-    (s) => s.inFlight,
-  );
-  family(`${p}_available`, 'gauge', '1 while the upstream takes new requests.', (s) =>
-    s.available ? 1 : 0,
-  );
-  const h = `${p}_latency_seconds`;
-  lines.push(
-    `# HELP ${h} Time to the upstream's answer head or tunnel opening.`,
-    `# TYPE ${h} histogram`,
-  );
-  for (const s of stats) {
-    const l = `upstream="${label(s.name)}"`;
-    let sum = 0;
-    s.latency.buckets.forEach((b, i) => {
-      sum += s.latency.counts[i] ?? 0;
-      lines.push(`${h}_bucket{${l},le="${b / 1000}"} ${sum}`);
-    });
-    const all = s.latency.counts.reduce((a, b) => a + b, 0);
-    lines.push(
-      `${h}_bucket{${l},le="+Inf"} ${all}`,
-      `${h}_sum{${l}} ${s.latencySumMs / 1000}`,
-      `${h}_count{${l}} ${all}`,
-    );
-  }
-  return `${lines.join('\n')}\n`;
 }

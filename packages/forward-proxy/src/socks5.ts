@@ -17,6 +17,7 @@ import { now as clock } from './clock.js';
 import type { ProxyContext, TrackedConnection } from './context.js';
 import { sourceKey } from './sources.js';
 import { openTunnel, type TunnelReplies } from './tunnel.js';
+import type { UserParams } from './user-params.js';
 
 /** The protocol's version byte, the first byte a SOCKS5 client sends. */
 export const SOCKS5 = 0x05;
@@ -88,6 +89,8 @@ export class Socks5Conn implements TrackedConnection {
   #state = GREETING;
   #buf: Buffer;
   #user: string | undefined;
+  /** The parameters of the user name it authenticated with. */
+  #params: UserParams | undefined;
 
   constructor(ctx: ProxyContext, socket: Socket, allowed: boolean, first: Buffer) {
     this.#ctx = ctx;
@@ -189,6 +192,7 @@ export class Socks5Conn implements TrackedConnection {
         return;
       }
       this.#user = o.user;
+      this.#params = o.params;
       this.socket.write(Buffer.from([0x01, 0x00]));
       this.#state = REQUEST;
       this.#pump();
@@ -242,6 +246,8 @@ export class Socks5Conn implements TrackedConnection {
         source: this.#address,
         user: this.#user,
         started: this.#since,
+        params: this.#params,
+        session: this.#params?.session ?? this.#ctx.parents?.sessionOf(this.#address, [], []),
         replies: SOCKS5_REPLIES,
       },
     );

@@ -13,17 +13,21 @@
  *
  * @module
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { logEnded } from './access-log.js';
 import { now as clock } from './clock.js';
 import type { ProxyContext } from './context.js';
 import { refusalOf, refusalText } from './destination.js';
-import { isoTime } from './http-date.js';
 import { HeadError, parseResponseHead } from './http1.js';
+import { connectFrom } from './outgoing.js';
+import { ParentLease } from './parent-lease.js';
 import type { Parent } from './parents.js';
 import { ReadBuffer } from './read-buffers.js';
 import { HeadReader } from './reader.js';
 import { REASONS } from './reasons.js';
+import { NONE_CAME, RETRY_AFTER } from './steering.js';
 import { parseAuthority } from './target.js';
+import type { UserParams } from './user-params.js';
 
 /** Who asked for a tunnel, for its refusal and its access-log line. */
 export interface TunnelClient {
@@ -35,8 +39,13 @@ export interface TunnelClient {
   readonly user: string | undefined;
   /** When the CONNECT head was read (`clock()`). */
   readonly started: number;
-  /** The session the tunnel belongs to, when the proxy's parents keep sessions. */
+  /**
+   * The session the tunnel belongs to: its user name's session id, or the
+   * one the parents' policy gives it.
+   */
   readonly session?: string | undefined;
+  /** The parameters of its user name. */
+  readonly params?: UserParams | undefined;
   /** How the client is answered: HTTP (the default), or another protocol's replies (SOCKS5). */
   readonly replies?: TunnelReplies | undefined;
 }
@@ -67,13 +76,16 @@ export function openTunnel(
   let bytesIn = 0;
   let bytesOut = 0;
   let status = 0;
-  let parent: Parent | undefined;
-  /** The name of the last parent that carried it, for the access log. */
-  let servedBy: string | undefined;
-  const tried = new Set<Parent>();
+  // One tunnel goes through one parent: no connection pin.
+  const lease = new ParentLease(parents, {
+    user,
+    params: who.params,
+    fallback: who.session,
+    pin: undefined,
+    cut: () => finish(),
+  });
   const done = () =>
-    ctx.log?.write({
-      time: isoTime(),
+    logEnded(ctx.log, {
       client: source,
       user,
       method: 'CONNECT',
@@ -81,25 +93,16 @@ export function openTunnel(
       status,
       bytesIn,
       bytesOut,
-      durationMs: Math.round(clock() - started),
-      ...(servedBy === undefined ? {} : { upstream: servedBy }),
+      started,
+      upstream: lease.servedBy,
     });
-  const named = () => (parent === undefined ? '' : `X-Proxy-Op-Upstream: ${parent.name}\r\n`);
-  const leave = () => {
-    const p = parent;
-    if (p === undefined) return;
-    parent = undefined;
-    p.inFlight--;
-    p.live.delete(finish);
-    p.bytesOut += bytesIn;
-    p.bytesIn += bytesOut;
-  };
+  const leave = () => lease.leave(bytesIn, bytesOut);
   const refuse = (code: number, text = '', cause?: string) => {
     status = code;
     const body = text === '' ? '' : `${text}\n`;
     client.end(
       who.replies?.refusal(code, cause) ??
-        `HTTP/1.1 ${code} ${REASONS[code] ?? ''}\r\n${named()}Connection: close\r\n` +
+        `HTTP/1.1 ${code} ${REASONS[code] ?? ''}\r\n${lease.fields()}${code === 503 ? RETRY_AFTER : ''}Connection: close\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     setTimeout(() => client.destroy(), 1_000).unref();
@@ -113,6 +116,10 @@ export function openTunnel(
   }
   if (ctx.closing) {
     refuse(503);
+    return;
+  }
+  if (lease.refusal !== undefined) {
+    refuse(502, lease.refusal);
     return;
   }
   const asked = parseAuthority(authority);
@@ -151,22 +158,27 @@ export function openTunnel(
   /** One attempt: to the target, or to a parent (the first, or the one after a failed one). */
   const dial = (): void => {
     if (parents !== undefined) {
-      const p = parents.pick(who.session, tried);
-      if (p === undefined) {
-        finished = true;
-        refuse(502, 'no upstream proxy is available');
+      const choice = lease.choose(parents, 'tunnel');
+      if (choice.kind === 'hold') {
+        // The pool is at zero: the tunnel waits for a parent to come.
+        void parents.waitForParent().then((came) => {
+          if (finished || client.destroyed) return;
+          if (came) dial();
+          else {
+            finished = true;
+            refuse(503, NONE_CAME);
+          }
+        });
         return;
       }
-      parent = p;
-      servedBy = p.name;
-      tried.add(p);
-      p.inFlight++;
-      p.tunnels++;
-      p.live.add(finish);
+      if (choice.kind === 'none') {
+        finished = true;
+        refuse(502, choice.text);
+        return;
+      }
     }
-    const via = parent;
+    const via = lease.parent;
     const to = via ?? hostPort;
-    const localAddress = ctx.outgoing(to.host);
     const dialed = clock();
     // The parent's answer to our CONNECT, until it is whole.
     let answer: Buffer | undefined;
@@ -178,10 +190,9 @@ export function openTunnel(
     reads = r;
     // Origin to client, the way most bytes go: each read lands in a reused buffer and is written
     // on at once; a client that cannot take more stops the reading until it drains.
-    const sock = connect({
+    const sock = connectFrom(ctx.outgoing, who.session, {
       host: to.host,
       port: to.port,
-      ...(localAddress === undefined ? {} : { localAddress }),
       ...(via === undefined && lookup !== undefined ? { lookup } : {}),
       allowHalfOpen: true,
       noDelay: true,
@@ -210,8 +221,8 @@ export function openTunnel(
      * nothing of the tunnel reached the parent); true when it did.
      */
     const again = (): boolean => {
-      if (via === undefined || tried.size !== 1 || status !== 0) return false;
-      if (parents?.hasOther(tried) !== true) return false;
+      if (via === undefined || lease.tried.size !== 1 || status !== 0) return false;
+      if (!lease.hasOther(parents)) return false;
       over = true;
       sock.destroy();
       r.release();
@@ -320,7 +331,7 @@ export function openTunnel(
       sock.setTimeout(limits.idleTimeoutMs, finish);
       client.setTimeout(limits.idleTimeoutMs, finish);
       client.write(
-        who.replies?.opened() ?? `HTTP/1.1 200 Connection Established\r\n${named()}\r\n`,
+        who.replies?.opened() ?? `HTTP/1.1 200 Connection Established\r\n${lease.fields()}\r\n`,
       );
       if (early.length > 0) client.write(early);
       if (head.length > 0) sock.write(head);

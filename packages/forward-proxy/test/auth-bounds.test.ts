@@ -74,7 +74,7 @@ describe('what a check may cost', () => {
     const header = basicAuthorization(alice);
     expect(await kind(auth.check(header, 's', now()))).toBe('user');
     const again = auth.check(header, 's', now());
-    expect(again).toEqual({ kind: 'user', user: 'alice' });
+    expect(again).toEqual({ kind: 'user', user: 'alice', params: {} });
     expect(verify).toHaveBeenCalledTimes(1);
   });
 

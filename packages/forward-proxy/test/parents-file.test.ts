@@ -66,3 +66,39 @@ describe('watchParentsFile from the list the caller read', () => {
     expect(warnings).toEqual([]);
   });
 });
+
+describe('readParentsFile', () => {
+  it('reads where each upstream is and its provider, and leaves out what is empty or not text', async () => {
+    const file = join(dir, 'parents.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        upstreams: [
+          {
+            name: 'a',
+            url: 'http://10.0.0.1:3128',
+            location: { country: 'DE', region: 'fsn1', zone: 'fsn1-dc14' },
+            provider: 'hetzner',
+          },
+          {
+            name: 'b',
+            url: 'http://10.0.0.2:3128',
+            location: { country: '', region: 7 },
+            provider: '',
+          },
+          { name: 'c', url: 'http://10.0.0.3:3128', location: { region: 'eu-central-1' } },
+        ],
+      }),
+    );
+    expect(readParentsFile(file)).toEqual([
+      {
+        name: 'a',
+        url: 'http://10.0.0.1:3128',
+        location: { country: 'DE', region: 'fsn1' },
+        provider: 'hetzner',
+      },
+      { name: 'b', url: 'http://10.0.0.2:3128' },
+      { name: 'c', url: 'http://10.0.0.3:3128', location: { region: 'eu-central-1' } },
+    ]);
+  });
+});
