@@ -38,8 +38,21 @@ interface Result {
   heapPerProxyKiB: number;
 }
 
-async function settle(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setTimeout(r, 20));
+/**
+ * Waits until `done` holds; a run that stops converging fails after `ms` (a minute, or more for a
+ * large N), saying where it stood, instead of waiting silently.
+ */
+async function settle(
+  done: () => boolean,
+  where: () => string,
+  ms = 60_000 + N * 120,
+): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!done()) {
+    if (performance.now() > deadline)
+      throw new Error(`no convergence in ${(ms / 1000).toFixed(0)} s: ${where()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 async function run(kind: 'plain' | 'pool'): Promise<Result> {
@@ -93,6 +106,9 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
   });
   operator.start();
   const ready = () => store.list().filter((p) => p.status.phase === 'Ready').length;
+  const poolWhere = () =>
+    `pool status ${JSON.stringify(pools.getPool('default/pool')?.status)}, ` +
+    `${store.list().length} Proxies, ${ready()} Ready, operator settled: ${operator.settled()}`;
   const t0 = performance.now();
   const spec = (port: number) => {
     const v = validatePoolSpec({
@@ -107,11 +123,15 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
     const v = validateProxySpec(TEMPLATE);
     if (!v.ok) throw new Error('spec');
     for (let i = 0; i < N; i++) store.apply('default', `p${i}`, v.value);
-    await settle(() => ready() === N && operator.settled());
+    await settle(
+      () => ready() === N && operator.settled(),
+      () => `${ready()} of ${N} Ready, operator settled: ${operator.settled()}`,
+    );
   } else {
     pools.apply('default', 'pool', spec(3128));
     await settle(
       () => pools.getPool('default/pool')?.status.availableReplicas === N && operator.settled(),
+      () => poolWhere(),
     );
   }
   const upMs = performance.now() - t0;
@@ -135,7 +155,7 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
         store.list().length === N &&
         operator.settled()
       );
-    });
+    }, poolWhere);
     rollMs = performance.now() - t1;
     // A roll that replaced nothing measured nothing.
     if (counts.creates < N || counts.deletes < N)
@@ -157,12 +177,13 @@ if (arg === 'plain' || arg === 'pool') {
   const rows: Result[] = [];
   for (const c of ['plain', 'pool']) {
     part(`${N} Proxies, ${c}`);
+    // The child's stderr is this process's, so its part lines show as they come.
     const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, self, c], {
       encoding: 'utf8',
       maxBuffer: 1 << 24,
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
-    process.stderr.write(r.stderr);
-    if (r.status !== 0) throw new Error(`${c} failed:\n${r.stderr}`);
+    if (r.status !== 0) throw new Error(`${c} failed (its stderr is above)`);
     rows.push(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as Result);
   }
   const f = (x: number | undefined, d = 0) => (x === undefined ? '-' : x.toFixed(d));

@@ -13,11 +13,12 @@ import {
   freePort,
   type JsonLinesProcess,
   requestThroughProxy,
+  runProcess,
   startHttpEchoOrigin,
 } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { requestViaGateway, spawnStandalone } from './cli-support.js';
+import { requestViaGateway, runCli, spawnStandalone } from './cli-support.js';
 import { proxyPids } from './probe-support.js';
 
 const ADDRESS = '127.0.85.250';
@@ -229,6 +230,64 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
     expect(JSON.stringify(await pool())).not.toContain(decodeURIComponent(url.password));
     expect(JSON.stringify(op?.logs)).not.toContain(decodeURIComponent(url.password));
   }, 90_000);
+
+  it('proxy-op url --pool puts the session and filters in the user name; curl keeps the session on one Proxy, over HTTP and SOCKS5', async () => {
+    expect(url, 'the gateway of the first test').toBeDefined();
+    const cli = (...flags: string[]) =>
+      runCli(['url', 'front', '--pool', '--standalone', dir, ...flags]);
+    const plain = await cli();
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout.trim()).toBe(url.href.replace(/\/$/, ''));
+    const session = await cli('--session', 'cart42', '--ttl', '30m', '--provider', 'local');
+    expect(session.code, session.stderr).toBe(0);
+    const sessionUrl = new URL(session.stdout.trim());
+    expect(decodeURIComponent(sessionUrl.username)).toBe(
+      `${decodeURIComponent(url.username)}-session-cart42-ttl-30m-provider-local`,
+    );
+    const socks = await cli(
+      '--session',
+      'cart42',
+      '--ttl',
+      '30m',
+      '--provider',
+      'local',
+      '--socks',
+    );
+    expect(socks.stdout.trim()).toBe(session.stdout.trim().replace(/^http:/, 'socks5h:'));
+    // The user name is the gateway's to read: every request of the session goes through one Proxy.
+    const target = `http://127.0.0.1:${echo.port}/session`;
+    const through = async (proxy: string) => {
+      const r = await runProcess('curl', [
+        '-sS',
+        '-D',
+        '-',
+        '-o',
+        '/dev/null',
+        '-x',
+        proxy,
+        target,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      return /x-proxy-op-upstream: (\S+)/i.exec(r.stdout)?.[1] ?? 'tunnel';
+    };
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) seen.add(await through(session.stdout.trim()));
+    expect(seen.size).toBe(1);
+    const viaSocks = await runProcess('curl', ['-sS', '-x', socks.stdout.trim(), target]);
+    expect(viaSocks.code, viaSocks.stderr).toBe(0);
+    // A filter nothing matches: 502 naming it.
+    const none = await cli('--provider', 'gcp');
+    const missing = await runProcess('curl', ['-sS', '-x', none.stdout.trim(), target]);
+    expect(missing.stdout).toBe('no upstream matches provider=gcp\n');
+    // A bad flag is refused before anything is printed, naming the flag.
+    const bad = await cli('--country', 'germany');
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toContain('"--country-germany" is not valid');
+    const alone = await runCli(['url', 'front', '--standalone', dir, '--session', 'x']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('--session applies to a pool');
+  }, 60_000);
 
   it('rotation of the pool under load through the gateway fails no request', async () => {
     expect(url, 'the gateway of the first test').toBeDefined();

@@ -8,6 +8,7 @@
  * @module
  */
 import { isIP } from 'node:net';
+import { autoscaleProblems, autoscaleSpecSchema, autoscaleStatusSchema } from './autoscale.js';
 import { DURATION_PATTERN } from './duration.js';
 import {
   conditionSchema,
@@ -235,6 +236,7 @@ export const poolSpecSchema = {
       },
     },
     gateway: gatewaySpecSchema,
+    autoscale: autoscaleSpecSchema,
     spread: {
       type: 'array',
       description:
@@ -308,6 +310,7 @@ export const poolStatusSchema = {
       },
     },
     gateway: gatewayStatusSchema,
+    autoscale: autoscaleStatusSchema,
     remediationBackoffUntil: { type: 'string', format: 'date-time' },
     remediations: { type: 'integer', description: 'Replacements in a row without a Ready one.' },
     conditions: {
@@ -426,6 +429,7 @@ function semanticProblems(spec: PoolSpec, root: string): SchemaProblem[] {
       message: `"${gw.address}" is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every address)`,
     });
   }
+  problems.push(...autoscaleProblems(spec, root));
   if (spec.rotation !== undefined && spec.rotation.maxAge === undefined) {
     problems.push({
       path: `${root}rotation.maxAge`,

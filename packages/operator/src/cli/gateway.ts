@@ -29,12 +29,14 @@ import { targetOf } from './target.js';
 const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--state FILE] | [POOL] --upstreams FILE)
     --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
     [--password-file FILE [--realm REALM]] [--session none|client|header] [--session-header FIELD]
-    [--drain 30s] [--access-log FILE] [--egress JSON]
+    [--drain 30s] [--access-log FILE] [--egress JSON] [--wake-timeout 120s [--max-waiting 1000]]
 
 Serves one proxy address in front of the pool's verified Proxies: each request and CONNECT goes
 through one of them, with its credential, and the answer names it in X-Proxy-Op-Upstream. The
 list is followed while the gateway runs. Clients authenticate with the users of --password-file
 (htpasswd lines, SHA-512 crypt). GET /metrics answers per-upstream metrics to allowed sources.
+With --wake-timeout, while the list is empty (a pool at zero) each request, tunnel and SOCKS5
+connection waits up to that long for an upstream (at most --max-waiting at once), then gets 503.
 `;
 
 /** Runs `proxy-op gateway` until SIGTERM or SIGINT; resolves with the exit code. */
@@ -56,6 +58,8 @@ export async function gateway(argv: string[]): Promise<number> {
       drain: { type: 'string', default: '30s' },
       egress: { type: 'string' },
       'access-log': { type: 'string' },
+      'wake-timeout': { type: 'string' },
+      'max-waiting': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -75,6 +79,7 @@ export async function gateway(argv: string[]): Promise<number> {
     throw new UsageError(`--session is "${values.session}"; use none, client or header`);
   }
   const egress = egressOf(values.egress);
+  const wake = wakeOf(values['wake-timeout'], values['max-waiting']);
   const name = positionals[0] === undefined ? 'gateway' : `gateway-${positionals[0]}`;
   const log = createLogger();
   const upstreams = firstList(file, log);
@@ -98,6 +103,7 @@ export async function gateway(argv: string[]): Promise<number> {
       session,
       sessionHeader: values['session-header'],
       drainMs: Math.max(1, parseDuration(values.drain)),
+      ...(wake === undefined ? {} : { wake }),
     },
   });
   log.info({ ...proxy.address, upstreams: upstreams.length, file }, 'gateway listening');
@@ -177,4 +183,22 @@ function firstList(file: string, log: Logger): ParentProxy[] {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** `--wake-timeout` and `--max-waiting` as the parents' `wake`; a usage error names a bad one. */
+function wakeOf(
+  timeout: string | undefined,
+  max: string | undefined,
+): { timeoutMs: number; maxWaiting: number } | undefined {
+  if (timeout === undefined) {
+    if (max !== undefined) throw new UsageError(`--max-waiting needs --wake-timeout\n\n${USAGE}`);
+    return undefined;
+  }
+  const timeoutMs = parseDuration(timeout);
+  if (timeoutMs <= 0) throw new UsageError('--wake-timeout must be above 0 (120s)');
+  const maxWaiting = max === undefined ? 1000 : Number(max);
+  if (!Number.isInteger(maxWaiting) || maxWaiting < 1) {
+    throw new UsageError(`--max-waiting is "${max}"; give a whole number, 1 or more`);
+  }
+  return { timeoutMs, maxWaiting };
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash, randomInt } from 'node:crypto';
-import { type Logger, silentLogger } from '@proxy-op/contract';
+import { billingOf, type Logger, silentLogger } from '@proxy-op/contract';
 import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolEndpoint, PoolObject } from '../api/pool.js';
 import { POOL_LABEL, REMEDIATE_ANNOTATION, TEMPLATE_HASH_LABEL } from '../api/pool.js';
@@ -21,6 +21,7 @@ import { WorkQueue } from '../runtime/queue.js';
 import type { CredentialStore } from '../store/credentials.js';
 import type { PoolStore, PublishedEndpoints, PublishedUpstream } from '../store/pools.js';
 import { hookStore, type ProxyStore, proxyKey } from '../store/proxies.js';
+import { decideReplicas, paidPeriodEnd, resolveAutoscale } from './autoscale.js';
 import { gatewayPlan, type PoolGateways } from './gateway.js';
 import { memberOf, poolView } from './member.js';
 import { planPool } from './plan.js';
@@ -58,6 +59,10 @@ export type PoolControllerSettings = Pick<
 >;
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+/** How often an autoscaled pool's demand is read while it is at zero or work waits. */
+const AUTOSCALE_QUICK_MS = 1_000;
+/** How often otherwise. */
+const AUTOSCALE_POLL_MS = 2_000;
 
 /** The hash of a pool's template: the `proxy-op.io/template-hash` label of its Proxies. */
 export function templateHash(pool: PoolObject): string {
@@ -176,13 +181,18 @@ export class PoolController {
       await this.#orphans(key, pool);
       return undefined;
     }
-    const spec = resolvePoolSpec(pool.spec);
-    const hash = templateHash(pool);
     const now = this.#now().getTime();
+    const scale = await this.#autoscale(key, pool, now);
+    const spec = resolvePoolSpec(
+      scale === undefined ? pool.spec : { ...pool.spec, replicas: scale.decision.replicas },
+    );
+    const hash = templateHash(pool);
     const owned = membersOf(proxies, pool);
     const draining = new Map<string, number>();
     for (const d of pool.status.draining ?? []) draining.set(d.name, Date.parse(d.until));
-    const members = owned.map((p) => memberOf(p, draining));
+    const members = owned.map((p) =>
+      memberOf(p, draining, scale === undefined ? undefined : this.#paidUntil(p, now)),
+    );
     const failing = this.#failingProviders(key, spec, owned, now);
     const backoff = pool.status.remediationBackoffUntil;
     const plan = planPool({
@@ -209,7 +219,19 @@ export class PoolController {
     // The status (drains recorded) and the endpoint list go first, then the deletions:
     // a Proxy is out of every list before it is drained and deleted.
     const gateway = await this.#gateway(key, pool, status.endpoints?.length ?? 0);
-    await pools.updatePoolStatus(key, gateway === undefined ? status : { ...status, gateway });
+    await pools.updatePoolStatus(key, {
+      ...status,
+      ...(gateway === undefined ? {} : { gateway }),
+      ...(scale === undefined ? {} : { autoscale: scale.status }),
+    });
+    const change = scale?.decision.change;
+    if (change !== undefined) {
+      pools.recordPoolEvent?.(key, 'Normal', change.reason, change.message);
+      this.#log.info(
+        { pool: key, replicas: scale?.decision.replicas },
+        `${change.reason}: ${change.message}`,
+      );
+    }
     await pools.publishEndpoints(pool, await this.#endpointLists(status.endpoints ?? [], owned));
     for (const name of plan.delete)
       await pools.deleteProxy(proxyKey(pool.metadata.namespace, name));
@@ -225,7 +247,57 @@ export class PoolController {
         'pool changed',
       );
     }
-    return plan.requeueMs === undefined ? undefined : { requeueAfter: plan.requeueMs + 1 };
+    const again = [plan.requeueMs === undefined ? undefined : plan.requeueMs + 1, scale?.requeueMs]
+      .filter((ms): ms is number => ms !== undefined)
+      .sort((a, b) => a - b)[0];
+    return again === undefined ? undefined : { requeueAfter: again };
+  }
+
+  /**
+   * With `spec.autoscale`: the demand its gateway sees, the Proxies the
+   * autoscaler keeps, the status it records, and when to look again (every
+   * second while the pool is at zero or work waits, else every two, and at
+   * the end of a scale-down wait).
+   */
+  async #autoscale(key: string, pool: PoolObject, now: number) {
+    const a = pool.spec.autoscale;
+    if (a === undefined) return undefined;
+    const spec = resolveAutoscale(a);
+    const demand = await this.#deps.gateways?.demand?.(key);
+    const kept = pool.status.autoscale;
+    const below = kept?.belowSince === undefined ? undefined : Date.parse(kept.belowSince);
+    const decision = decideReplicas(
+      spec,
+      kept === undefined ? undefined : { replicas: kept.replicas, belowSince: below },
+      demand,
+      now,
+    );
+    const quick = decision.replicas === 0 || (demand?.waiting ?? 0) > 0;
+    const downAt =
+      decision.belowSince === undefined
+        ? undefined
+        : decision.belowSince + spec.scaleDownAfterMs - now + 1;
+    const status = {
+      replicas: decision.replicas,
+      desiredReplicas: decision.desired,
+      ...(decision.belowSince === undefined
+        ? {}
+        : { belowSince: new Date(decision.belowSince).toISOString() }),
+      ...(decision.change !== undefined
+        ? { lastScaleTime: new Date(now).toISOString() }
+        : kept?.lastScaleTime === undefined
+          ? {}
+          : { lastScaleTime: kept.lastScaleTime }),
+    };
+    const poll = quick ? AUTOSCALE_QUICK_MS : AUTOSCALE_POLL_MS;
+    return { decision, status, requeueMs: Math.min(poll, downAt ?? poll) };
+  }
+
+  /** When the time paid for `p`'s instance runs out (ms), by its provider's billing. */
+  #paidUntil(p: ProxyObject, now: number): number {
+    const cp = this.#deps.providers.get(p.status.instanceProvider ?? p.spec.provider);
+    const billing = cp === undefined ? undefined : billingOf(cp.module.profile);
+    return paidPeriodEnd(billing, p.status.cost?.since, now);
   }
 
   async #create(

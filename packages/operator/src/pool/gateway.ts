@@ -14,6 +14,7 @@ import { canonicalJson } from '../api/canonical-json.js';
 import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
 import { realmOf } from '../credentials/credential.js';
 import { DEFAULTS } from '../defaults.js';
+import type { Demand } from './autoscale.js';
 
 /** What a pool's gateway is to be. */
 export interface GatewayPlan {
@@ -38,6 +39,8 @@ export interface GatewayPlan {
   readonly drainSeconds: number;
   /** The pool's destination policy (its template's `egress`): the gateway refuses what it can see of it before resolution. */
   readonly egress?: EgressPolicy | undefined;
+  /** With `spec.autoscale`: how the gateway holds work while the pool has no Proxy. */
+  readonly wake?: { readonly timeout: string; readonly maxWaiting: number } | undefined;
 }
 
 /** The gateway of `pool`, or undefined when it has none (a paused pool keeps its gateway). */
@@ -59,6 +62,14 @@ export function gatewayPlan(pool: PoolObject): GatewayPlan | undefined {
     ...(pool.spec.template.spec.egress === undefined
       ? {}
       : { egress: pool.spec.template.spec.egress }),
+    ...(pool.spec.autoscale === undefined
+      ? {}
+      : {
+          wake: {
+            timeout: pool.spec.autoscale.wakeTimeout,
+            maxWaiting: pool.spec.autoscale.maxWaiting,
+          },
+        }),
   };
 }
 
@@ -92,6 +103,9 @@ export function gatewayArgs(plan: GatewayPlan, at: GatewayPlaces): string[] {
     '--drain',
     `${plan.drainSeconds}s`,
     ...(plan.egress === undefined ? [] : ['--egress', JSON.stringify(plan.egress)]),
+    ...(plan.wake === undefined
+      ? []
+      : ['--wake-timeout', plan.wake.timeout, '--max-waiting', String(plan.wake.maxWaiting)]),
     ...(plan.auth === 'basic'
       ? ['--password-file', at.passwordFile, '--realm', realmOf(plan.namespace, plan.pool)]
       : []),
@@ -118,6 +132,11 @@ export interface PoolGateways {
   ): Promise<PoolGatewayStatus | undefined>;
   /** The pool is gone: what runs for it stops (objects it owns go with it, as owner references have them go). */
   gone(key: string): Promise<void>;
+  /**
+   * What the gateway of pool `key` sees now (for `spec.autoscale`);
+   * undefined when it cannot tell (not running, not answering).
+   */
+  demand?(key: string): Promise<Demand | undefined>;
   /** Subscribes to changes the controller does not cause (a gateway up, or gone); gets the pool's key. */
   watch(listener: (key: string) => void): () => void;
   /** Stops what runs (standalone: the processes); the pools' objects stay. */

@@ -24,7 +24,11 @@ export function poolView(st: ProxyStatus): string {
 }
 
 /** A Proxy as the planner sees it. */
-export function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>): Member {
+export function memberOf(
+  p: ProxyObject,
+  draining: ReadonlyMap<string, number>,
+  paidUntil?: number,
+): Member {
   const ready = p.status.conditions?.find((c) => c.type === 'Ready');
   const dataPlane = p.status.conditions?.find((c) => c.type === 'DataPlane');
   const a = p.metadata.annotations ?? {};
@@ -45,5 +49,6 @@ export function memberOf(p: ProxyObject, draining: ReadonlyMap<string, number>):
     latched: p.status.conditions?.some((c) => c.type === 'Latched' && c.status === 'True'),
     // Its backend took its instance back: replaced, not failed.
     preempted: ready?.status === 'False' && ready.reason === 'Preempted',
+    ...(paidUntil === undefined ? {} : { paidUntil }),
   };
 }

@@ -18,7 +18,8 @@
  * - a Proxy whose backend took its instance back (Preempted) is not
  *   unhealthy and counts against nothing: it is replaced as an outdated one
  *   is, a new one surged first where `maxSurge` allows (make before break);
- * - on scale-down unhealthy Proxies go first, then by `deletePolicy`.
+ * - on scale-down unhealthy Proxies go first, then by `deletePolicy` (with
+ *   autoscaling: the one whose paid period ends first).
  *
  * Nothing here reads a clock or a random source: `now` is given, and every
  * per-Proxy spread (rotation jitter, the Random policy) comes from a hash of
@@ -56,6 +57,8 @@ export interface Member {
   readonly skipRemediation: boolean;
   /** `proxy-op.io/remediate` is set: replace it now. */
   readonly remediate: boolean;
+  /** When the time paid for its instance runs out (ms); the pass's time when nothing is paid ahead. */
+  readonly paidUntil?: number | undefined;
   /** Its provider refused it permanently (`Latched`): it will not become Ready as it is. */
   readonly latched?: boolean | undefined;
   /** Its backend took its instance back (a spot instance): replaced, never counted as failing. */
@@ -129,14 +132,16 @@ function expiresAt(m: Member, spec: ResolvedPoolSpec): number | undefined {
   return m.created + r.maxAgeMs * (1 - r.jitter * unitHash(m.uid));
 }
 
-/** Orders members for removal: unavailable first, then by the delete policy. */
+/** Orders members for removal: unavailable first, then by the delete policy (or paid period). */
 function removalOrder(ms: readonly Member[], spec: ResolvedPoolSpec, now: number): Member[] {
   const key = (m: Member) =>
-    spec.deletePolicy === 'Newest'
-      ? -m.created
-      : spec.deletePolicy === 'Oldest'
-        ? m.created
-        : unitHash(m.uid);
+    spec.paidFirst
+      ? (m.paidUntil ?? now)
+      : spec.deletePolicy === 'Newest'
+        ? -m.created
+        : spec.deletePolicy === 'Oldest'
+          ? m.created
+          : unitHash(m.uid);
   return [...ms].sort((a, b) => {
     const ua = availableAt(a, spec, now) ? 1 : 0;
     const ub = availableAt(b, spec, now) ? 1 : 0;

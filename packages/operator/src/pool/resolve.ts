@@ -24,6 +24,11 @@ export interface ResolvedPoolSpec {
   readonly minReadyMs: number;
   /** Which Proxies go first on a scale-down. */
   readonly deletePolicy: 'Random' | 'Newest' | 'Oldest';
+  /**
+   * With `spec.autoscale`: a scale-down takes the Proxy whose paid period
+   * ends first (after the unavailable ones), whatever `deletePolicy` says.
+   */
+  readonly paidFirst: boolean;
   /** Rotation, when asked for. */
   readonly rotation?:
     | {
@@ -82,6 +87,7 @@ export function resolvePoolSpec(spec: PoolSpec): ResolvedPoolSpec {
     ),
     minReadyMs: spec.minReadySeconds * 1000,
     deletePolicy: spec.deletePolicy,
+    paidFirst: spec.autoscale !== undefined,
     rotation,
     drainMs: rotation?.drainMs ?? 0,
     unhealthyTimeoutMs: ms(spec.remediation.unhealthyTimeout, 300_000),

@@ -27,10 +27,15 @@ import {
   passwordFile,
 } from '../credentials/credential.js';
 import type { Settings } from '../defaults.js';
+import type { Demand } from '../pool/autoscale.js';
+import { readDemand } from '../pool/demand.js';
 import { type GatewayPlan, gatewayArgs, type PoolGateways, samePlan } from '../pool/gateway.js';
 import type { CredentialOwner } from '../store/credentials.js';
 import { FileCredentialStore, readCredentialFile } from './credentials.js';
 import { upstreamsFile } from './pools.js';
+
+/** How long reading a gateway's demand may take (it is on loopback). */
+const DEMAND_TIMEOUT_MS = 2_000;
 
 const BIN = fileURLToPath(new URL('../../bin/proxy-op.js', import.meta.url));
 
@@ -57,6 +62,8 @@ interface Running {
   exits: number;
   timer?: NodeJS.Timeout | undefined;
   halted: boolean;
+  /** The `Basic …` value of its credential, for reading its metrics (never logged). */
+  authorization?: string | undefined;
 }
 
 /** The URL clients use, without a credential. */
@@ -123,6 +130,13 @@ export class GatewayProcesses implements PoolGateways {
     };
   }
 
+  /** {@inheritDoc PoolGateways.demand} */
+  async demand(key: string): Promise<Demand | undefined> {
+    const r = this.#running.get(key);
+    if (r === undefined || !r.listening) return undefined;
+    return readDemand(gatewayUrl(r.plan), r.authorization, DEMAND_TIMEOUT_MS);
+  }
+
   /** {@inheritDoc PoolGateways.gone} */
   async gone(key: string): Promise<void> {
     await this.sync(key, undefined);
@@ -162,6 +176,8 @@ export class GatewayProcesses implements PoolGateways {
     };
     const url = credentialUrl(record.current, gatewayUrl(plan));
     if (kept?.url !== url) await this.#credentials.write(owner, record, url);
+    const { username, password } = record.current;
+    r.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
     await writeFileAtomic(this.#file(r.key, 'htpasswd'), passwordFile(record));
   }
 
