@@ -1,5 +1,5 @@
 /**
- * How an origin's (or a parent's) answer is framed for the client: the
+ * An origin's (or a parent's) answer head, read, and framed for the client: the
  * head the proxy sends, with the framing fields its own, and how the body
  * is passed (a chunked body decoded for an HTTP/1.0 client, a
  * close-delimited one sent chunked to an HTTP/1.1 client), and whether the
@@ -8,7 +8,36 @@
  * @module
  */
 import { httpDate } from './http-date.js';
-import { endToEndFields, type RequestHead, type ResponseHead } from './http1.js';
+import {
+  endToEndFields,
+  HeadError,
+  parseResponseHead,
+  type RequestHead,
+  type ResponseHead,
+} from './http1.js';
+import type { HeadReader } from './reader.js';
+
+/**
+ * The next answer head in `buf` (read by `heads`) for a request of
+ * `method`: the head and where it ends, undefined while it is not whole,
+ * or why it cannot be read.
+ */
+export function nextAnswerHead(
+  heads: HeadReader,
+  buf: Buffer,
+  method: string,
+): { res: ResponseHead; end: number } | { error: 'HeadTooLarge' | 'BadResponse' } | undefined {
+  try {
+    const span = heads.find(buf);
+    if (span === undefined) return undefined;
+    const res = parseResponseHead(buf.toString('latin1', span.start, span.end - 4), method);
+    return { res, end: span.end };
+  } catch (err) {
+    return {
+      error: err instanceof HeadError && err.status === 431 ? 'HeadTooLarge' : 'BadResponse',
+    };
+  }
+}
 
 /** No field left out of an answer's end-to-end fields. */
 export const SKIP_NONE: ReadonlySet<string> = new Set();

@@ -11,6 +11,7 @@
 import type { Socket } from 'node:net';
 import { logEnded } from './access-log.js';
 import type { AuthOutcome } from './auth.js';
+import { banEndpoint } from './ban-endpoint.js';
 import { now as clock } from './clock.js';
 import type { ExchangeClient, ProxyContext, TrackedConnection } from './context.js';
 import { Exchange } from './exchange.js';
@@ -33,12 +34,13 @@ const HEAD = 0;
 const BUSY = 1;
 const TUNNEL = 2;
 const DONE = 3;
-/** A credential is being verified: nothing more is read until it is. */
+/** Waiting (a credential verified, a ban recorded): nothing more is read meanwhile. */
 const AUTH = 4;
 
 const EMPTY = Buffer.alloc(0);
 const ORIGIN_FORM = 'a proxy request needs an absolute URI (http://host/path)\n';
 const NOT_ALLOWED = 'this source may not use the proxy\n';
+const METRICS = 'text/plain; version=0.0.4';
 
 /** A client connection. */
 export class ClientConn implements ExchangeClient, TrackedConnection {
@@ -258,12 +260,23 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       return;
     }
     if (route.kind === 'health') {
-      this.#health(head);
+      // Health probes are not proxy traffic: answered, never logged.
+      this.#own(head, 'text/plain', 'ok\n', `X-Proxy-Op-Instance: ${this.ctx.name}\r\n`);
+      return;
+    }
+    if (route.kind === 'bans') {
+      this.#bans(head, started);
       return;
     }
     if (route.kind === 'metrics') {
-      if (this.ctx.parents !== undefined) this.#metrics(head, started);
-      else this.answer(400, ORIGIN_FORM, head.method, '/metrics', started, 0);
+      // The parents' metrics, for allowed sources with the gateway's credential (when it has one).
+      const parents = this.ctx.parents;
+      if (parents === undefined) this.answer(400, ORIGIN_FORM, head.method, '/metrics', started, 0);
+      else if (!this.#allowed) this.answer(403, NOT_ALLOWED, head.method, '/metrics', started, 0);
+      else
+        this.#authorize(head, '/metrics', started, () =>
+          this.#own(head, METRICS, metricsText(parents), ''),
+        );
       return;
     }
     if ((route.kind === 'forward' || route.reason !== 'origin-form') && !this.#allowed) {
@@ -342,23 +355,23 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
     this.#pump();
   }
 
-  #health(head: RequestHead): void {
-    // Health probes are not proxy traffic: answered, never logged.
-    this.#own(head, 'text/plain', 'ok\n', `X-Proxy-Op-Instance: ${this.ctx.name}\r\n`);
+  /** The ban endpoint: nothing more is read while its answer is made. */
+  #bans(head: RequestHead, started: number): void {
+    const { parents, admin } = this.ctx;
+    this.#hold(banEndpoint(parents, admin, head, this.address, this.#allowed), (a) => {
+      if (a.status === 200) this.#own(head, a.type, a.text, a.fields);
+      else this.answer(a.status, a.text, head.method, '/bans', started, 0, a.fields);
+    });
   }
 
-  /**
-   * The parents' metrics, in the Prometheus text format, for allowed
-   * sources with the gateway's credential (when it asks for one).
-   */
-  #metrics(head: RequestHead, started: number): void {
-    if (!this.#allowed) {
-      this.answer(403, NOT_ALLOWED, head.method, '/metrics', started, 0);
-      return;
-    }
-    this.#authorize(head, '/metrics', started, () => {
-      const text = metricsText(this.ctx.parents?.stats() ?? [], this.ctx.parents?.waiting ?? 0);
-      this.#own(head, 'text/plain; version=0.0.4', text, '');
+  /** Waits for `p` with nothing more read, then calls `then` (unless the client went away). */
+  #hold<T>(p: Promise<T>, then: (v: T) => void): void {
+    this.#mode = AUTH;
+    void p.then((v) => {
+      if (this.#mode !== AUTH) return; // the client went away meanwhile
+      this.#mode = HEAD;
+      then(v);
+      if (this.#mode === BUSY || this.#mode === HEAD) this.resumeInput();
     });
   }
 
@@ -436,13 +449,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
       decide(outcome);
       return;
     }
-    this.#mode = AUTH;
-    void outcome.then((o) => {
-      if (this.#mode !== AUTH) return; // the client went away meanwhile
-      this.#mode = HEAD;
-      decide(o);
-      if (this.#mode === BUSY || this.#mode === HEAD) this.resumeInput();
-    });
+    this.#hold(outcome, decide);
   }
 
   /** A request we cannot read: a bare status, and the connection ends. */
@@ -483,9 +490,7 @@ export class ClientConn implements ExchangeClient, TrackedConnection {
         user,
         started,
         params,
-        session:
-          params?.session ??
-          this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
+        session: this.ctx.parents?.sessionOf(this.address, head.fields.lower, head.fields.values),
       });
     };
     if (this.#allowed) this.#authorize(head, head.target, started, open);

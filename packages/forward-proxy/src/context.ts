@@ -43,6 +43,8 @@ export interface ProxyContext {
   readonly destinations: Destinations;
   /** Proxy authentication, when the proxy requires it. */
   readonly auth: ProxyAuth | undefined;
+  /** The admin credential of the ban endpoint, when there is one. */
+  readonly admin: ProxyAuth | undefined;
   /** The access log, when there is one. */
   readonly log: AccessLog | undefined;
   /** Picks the source address of a connection to an origin. */

@@ -8,18 +8,13 @@
  * @module
  */
 import { logEnded } from './access-log.js';
-import { clientAnswer, SKIP_NONE } from './answer-head.js';
+import { clientAnswer, nextAnswerHead, SKIP_NONE } from './answer-head.js';
 import { now as clock } from './clock.js';
 import type { ExchangeClient } from './context.js';
 import { refusalOf, refusalText } from './destination.js';
-import {
-  endToEndFields,
-  HeadError,
-  parseResponseHead,
-  type RequestHead,
-  type ResponseHead,
-} from './http1.js';
+import { endToEndFields, type RequestHead, type ResponseHead } from './http1.js';
 import { ParentLease } from './parent-lease.js';
+import type { Parent } from './parents.js';
 import { BodyReader, HeadReader } from './reader.js';
 import { requestHead } from './request-head.js';
 import { NONE_CAME, RETRY_AFTER } from './steering.js';
@@ -57,6 +52,10 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   readonly #session: string | undefined;
   #sentAt = 0;
   #waiting = false;
+  /** The ban rule the last parent's answer matched, named to the client when it is passed on. */
+  #banRule: string | undefined;
+  /** Times it was sent again after a ban. */
+  #banRetries = 0;
   #retried = false;
   #finished = false;
   /** The request body still to pass. */
@@ -106,6 +105,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       fallback,
       pin: conn.pin,
       cut: this.#cutByDrain,
+      host: target.host,
     });
     this.#session = params?.session ?? fallback;
     this.#requestHead = parents === undefined ? requestHead(head, target) : '';
@@ -227,21 +227,16 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
   #answer(chunk: Buffer): void {
     let buf = this.#resBuf === undefined ? chunk : Buffer.concat([this.#resBuf, chunk]);
     for (;;) {
-      let res: ResponseHead;
-      let end: number;
-      try {
-        const span = this.#resHeads.find(buf);
-        if (span === undefined) {
-          this.#resBuf = buf === chunk ? Buffer.from(chunk) : buf; // the read buffer is reused
-          return;
-        }
-        end = span.end;
-        res = parseResponseHead(buf.toString('latin1', span.start, end - 4), this.#head.method);
-      } catch (err) {
-        const tooLarge = err instanceof HeadError && err.status === 431;
-        this.#fail(502, `upstream failed: ${tooLarge ? 'HeadTooLarge' : 'BadResponse'}\n`);
+      const read = nextAnswerHead(this.#resHeads, buf, this.#head.method);
+      if (read === undefined) {
+        this.#resBuf = buf === chunk ? Buffer.from(chunk) : buf; // the read buffer is reused
         return;
       }
+      if ('error' in read) {
+        this.#fail(502, `upstream failed: ${read.error}\n`);
+        return;
+      }
+      const { res, end } = read;
       this.#resBuf = undefined;
       const p = this.#lease.parent;
       if (p !== undefined && res.status === 407) {
@@ -252,6 +247,7 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
       }
       if (res.status >= 200) {
         p?.succeeded(clock() - this.#sentAt);
+        if (p !== undefined && this.#banned(p, res)) return;
         this.#respond(res, buf, end);
         return;
       }
@@ -272,6 +268,29 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     }
   }
 
+  /**
+   * Whether the answer of parent `p` is a ban by a rule: the parent is then
+   * kept from the host, and a request that can be sent again goes to
+   * another parent (at most `bans.retries` times) with nothing of the ban
+   * reaching the client (true); otherwise the answer is passed on, naming
+   * the rule in `X-Proxy-Op-Ban` (false).
+   */
+  #banned(p: Parent, res: ResponseHead): boolean {
+    const parents = this.#conn.ctx.parents;
+    this.#banRule = parents?.bans.judge(p.name, this.#target.host, res, clock());
+    if (parents === undefined || this.#banRule === undefined || !this.reuse) return false;
+    if (this.#banRetries >= parents.bans.retries || !this.#lease.hasOther(parents)) return false;
+    this.#banRetries++;
+    // The banned answer goes nowhere: its connection is dropped, the request sent elsewhere.
+    this.#dropUpstream();
+    this.#leaveParent();
+    this.#interim = 0;
+    this.#gotBytes = false;
+    this.#blocked = false;
+    this.start();
+    return true;
+  }
+
   #respond(res: ResponseHead, buf: Buffer, at: number): void {
     const ctx = this.#conn.ctx;
     this.#res = res;
@@ -279,7 +298,8 @@ export class Exchange implements UpstreamWaiter, UpstreamOwner {
     const f = res.framing;
     const body = new BodyReader(f);
     this.#resBody = body;
-    const framed = clientAnswer(res, this.#head, ctx.closing, this.#lease.fields());
+    const ban = this.#banRule === undefined ? '' : `X-Proxy-Op-Ban: ${this.#banRule}\r\n`;
+    const framed = clientAnswer(res, this.#head, ctx.closing, `${this.#lease.fields()}${ban}`);
     this.#decode = framed.decode;
     this.#rechunk = framed.rechunk;
     this.#keepClient = framed.keepClient;

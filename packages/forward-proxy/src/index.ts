@@ -15,6 +15,7 @@ export {
 } from '@proxy-op/htpasswd';
 export type { AccessLogEntry } from './access-log.js';
 export type { ProxyAuthOptions } from './auth.js';
+export { type BanOptions, type BanRule, checkBanRules } from './bans.js';
 export {
   type EgressAddresses,
   MAX_EGRESS_ADDRESSES,

@@ -49,9 +49,12 @@ export class ParentLease {
       readonly fallback: string | undefined;
       readonly pin: ConnectionPin<Parent> | undefined;
       readonly cut: () => void;
+      /** The target host (a quarantine keeps a banned parent from it). */
+      readonly host?: string | undefined;
     },
   ) {
     this.steer = parents && steerOf(o.user, o.params, o.fallback, o.pin);
+    if (this.steer !== undefined) this.steer.host = o.host;
     const wanted = parents === undefined ? filterOf(o.params) : undefined;
     this.#unserved = wanted === undefined ? undefined : noParentsFor(wanted);
     this.#cut = o.cut;
@@ -75,10 +78,14 @@ export class ParentLease {
       return { kind: 'hold' };
     }
     if (p === undefined) {
-      return {
-        kind: 'none',
-        text: parents.unmatched(steer.filter) ?? 'no upstream proxy is available',
-      };
+      const banned =
+        steer.host !== undefined &&
+        parents.hasOther(this.tried, steer.filter) &&
+        !parents.hasOther(this.tried, steer.filter, steer.host);
+      const text = banned
+        ? `every upstream proxy is quarantined for ${steer.host} (banned there); try again later`
+        : (parents.unmatched(steer.filter) ?? 'no upstream proxy is available');
+      return { kind: 'none', text };
     }
     this.parent = p;
     this.servedBy = p.name;
@@ -92,7 +99,7 @@ export class ParentLease {
 
   /** Whether another parent than those tried (and where its filter asks) is available. */
   hasOther(parents: ParentSet | undefined): boolean {
-    return parents?.hasOther(this.tried, this.steer?.filter) === true;
+    return parents?.hasOther(this.tried, this.steer?.filter, this.steer?.host) === true;
   }
 
   /** Lets go of the parent, counting the bytes that went `out` to it and came `back`. */

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { ParentStats } from './parents.js';
+import { now as clock } from './clock.js';
+import type { ParentSet, ParentStats } from './parents.js';
 
 /** Escapes a label value of the Prometheus text format. */
 function label(v: string): string {
@@ -19,11 +20,13 @@ function label(v: string): string {
  * opening (a histogram in seconds), and the work held for an upstream
  * (`proxy_op_gateway_waiting`). Labelled by name, never by credential.
  */
-export function metricsText(stats: readonly ParentStats[], waiting = 0): string {
+export function metricsText(parents: ParentSet): string {
+  const stats = parents.stats();
   const lines: string[] = [
+    ...banLines(parents),
     '# HELP proxy_op_gateway_waiting Requests, tunnels and SOCKS5 connections held for an upstream.',
     '# TYPE proxy_op_gateway_waiting gauge',
-    `proxy_op_gateway_waiting ${waiting}`,
+    `proxy_op_gateway_waiting ${parents.waiting}`,
   ];
   const family = (
     name: string,
@@ -94,4 +97,28 @@ export function metricsText(stats: readonly ParentStats[], waiting = 0): string 
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** The bans counted (by host and rule) and the quarantines in force (by upstream). */
+function banLines(parents: ParentSet): string[] {
+  const lines = [
+    '# HELP proxy_op_gateway_bans_total Bans seen by a rule, or reported, by target host and rule.',
+    '# TYPE proxy_op_gateway_bans_total counter',
+  ];
+  for (const c of parents.bans.counts()) {
+    lines.push(
+      `proxy_op_gateway_bans_total{host="${label(c.host)}",rule="${label(c.rule)}"} ${c.count}`,
+    );
+  }
+  const held = new Map<string, number>();
+  for (const q of parents.bans.inForce(clock()))
+    held.set(q.upstream, (held.get(q.upstream) ?? 0) + 1);
+  lines.push(
+    '# HELP proxy_op_gateway_quarantined_hosts Target hosts each upstream is kept from now.',
+    '# TYPE proxy_op_gateway_quarantined_hosts gauge',
+  );
+  for (const [upstream, n] of held) {
+    lines.push(`proxy_op_gateway_quarantined_hosts{upstream="${label(upstream)}"} ${n}`);
+  }
+  return lines;
 }

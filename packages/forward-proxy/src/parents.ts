@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { type BanOptions, Bans } from './bans.js';
 import { now as clock } from './clock.js';
 import {
   type ConnectionPin,
@@ -73,6 +74,12 @@ export interface ParentOptions {
    * it, an empty set answers `502` at once.
    */
   readonly wake?: { readonly timeoutMs: number; readonly maxWaiting: number } | undefined;
+  /**
+   * Bans: rules that tell a target's refusal of a parent's address, and the
+   * quarantine that keeps a banned parent from that host for a while
+   * (reports through the ban endpoint feed it too).
+   */
+  readonly bans?: BanOptions | undefined;
 }
 
 /** What one parent has carried, as {@link ForwardProxy.parentStats} reports it. */
@@ -200,6 +207,8 @@ export class ParentSet {
   readonly wake: { readonly timeoutMs: number; readonly maxWaiting: number } | undefined;
   /** What wakes each held request when a parent comes. */
   readonly #waiters = new Set<() => void>();
+  /** The ban rules and the quarantine. */
+  readonly bans: Bans;
 
   constructor(o: ParentOptions) {
     this.session = o.session ?? 'none';
@@ -217,6 +226,7 @@ export class ParentSet {
             timeoutMs: positive(o.wake.timeoutMs, 120_000, 'parents.wake.timeoutMs'),
             maxWaiting: positive(o.wake.maxWaiting, 1_000, 'parents.wake.maxWaiting'),
           };
+    this.bans = new Bans(o.bans ?? {});
     this.set(o.upstreams);
   }
 
@@ -323,22 +333,27 @@ export class ParentSet {
    */
   pick(steer: Steer<Parent>, tried: ReadonlySet<Parent>): Parent | undefined {
     const now = clock();
-    const { session, filter, pin } = steer;
-    const takes = (p: Parent) => p.available(now) && !tried.has(p) && matches(p, filter);
+    const { session, filter, pin, host } = steer;
+    const kept = (p: Parent) => this.bans.held(p.name, host, now);
+    const takes = (p: Parent) =>
+      p.available(now) && !tried.has(p) && matches(p, filter) && !kept(p);
     let best: Parent | undefined;
+    // A session whose parent is kept from this host goes elsewhere for it, and stays held.
+    let stays = false;
     if (session !== undefined) {
       const held = this.#sessions.get(session, now);
       if (held !== undefined && takes(held)) best = held;
+      else if (held !== undefined && kept(held)) stays = true;
       else if (held !== undefined && tried.size === 0) steer.movedFrom = held.name;
     }
     if (best === undefined && steer.rotate === 'connection' && session === undefined) {
-      const kept = pin?.parent;
-      if (kept !== undefined && takes(kept)) best = kept;
+      const pinned = pin?.parent;
+      if (pinned !== undefined && takes(pinned)) best = pinned;
     }
     if (best === undefined)
       best = this.#fewest(takes, steer.rotate === 'request' ? pin : undefined);
     if (best === undefined) return undefined;
-    if (session !== undefined && tried.size === 0) {
+    if (session !== undefined && tried.size === 0 && !stays) {
       this.#sessions.hold(session, best, steer.ttlMs, now);
     }
     if (pin !== undefined) pin.parent = best;
@@ -380,10 +395,19 @@ export class ParentSet {
     return `no upstream matches ${filterText(filter)}`;
   }
 
-  /** Whether a parent other than those in `tried` (and where `filter` asks) is available now. */
-  hasOther(tried: ReadonlySet<Parent>, filter?: ParentFilter): boolean {
+  /**
+   * Whether a parent other than those in `tried` (where `filter` asks, and
+   * not kept from `host`) is available now.
+   */
+  hasOther(tried: ReadonlySet<Parent>, filter?: ParentFilter, host?: string): boolean {
     const now = clock();
-    return this.#parents.some((p) => p.available(now) && !tried.has(p) && matches(p, filter));
+    return this.#parents.some(
+      (p) =>
+        p.available(now) &&
+        !tried.has(p) &&
+        matches(p, filter) &&
+        !this.bans.held(p.name, host, now),
+    );
   }
 
   /** A request or tunnel through `p` failed before its answer: out after enough in a row. */

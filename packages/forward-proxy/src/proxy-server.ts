@@ -132,6 +132,7 @@ function readConfig(argv: readonly string[]): ForwardProxyOptions & {
     healthSources: c.healthSources,
     egress: c.egress,
     auth: typeof c.auth === 'object' && c.auth !== null ? c.auth : undefined,
+    admin: typeof c.admin === 'object' && c.admin !== null ? c.admin : undefined,
     accessLog: typeof c.accessLog === 'string' ? c.accessLog : undefined,
     limits: typeof c.limits === 'object' && c.limits !== null ? c.limits : undefined,
     outgoingAddress: typeof c.outgoingAddress === 'string' ? c.outgoingAddress : undefined,

@@ -81,6 +81,12 @@ export interface ForwardProxyOptions {
    * gets 407 (a source outside `allowedSources` still gets 403 first).
    */
   readonly auth?: ProxyAuthOptions | undefined;
+  /**
+   * The admin credential of a gateway's ban endpoint (`POST /bans` and
+   * `GET /bans`), checked from `Authorization: Basic`; without it the
+   * endpoint is off.
+   */
+  readonly admin?: ProxyAuthOptions | undefined;
   /** Where to append the access log (JSON lines); none when omitted. */
   readonly accessLog?: string | undefined;
   /** Resource bounds; each has a default. */
@@ -154,6 +160,8 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
   const egressAddresses = egressAddressSet(addresses, options.outgoingAddress);
   const destinations = new Destinations(options.egress === undefined ? undefined : policy);
   const auth = options.auth === undefined ? undefined : new ProxyAuth(options.auth, warn, limits);
+  const admin =
+    options.admin === undefined ? undefined : new ProxyAuth(options.admin, warn, limits);
   const log: AccessLog | undefined =
     options.accessLog === undefined ? undefined : openAccessLog(options.accessLog);
   // The log file exists before the proxy answers, so whoever waits for it sees its files.
@@ -169,6 +177,7 @@ export async function startForwardProxy(options: ForwardProxyOptions): Promise<F
     healthOnly,
     destinations,
     auth,
+    admin,
     log,
     outgoing,
     // A gateway dials its parents only: its pool has no destinations to resolve and check.

@@ -18,6 +18,8 @@ export type Route =
   | { readonly kind: 'health' }
   /** The parents' metrics; a proxy without parents refuses it as any origin-form request. */
   | { readonly kind: 'metrics' }
+  /** The ban endpoint (a gateway's, with its admin credential). */
+  | { readonly kind: 'bans' }
   | { readonly kind: 'tunnel' }
   | { readonly kind: 'forward'; readonly target: HttpTarget }
   | {
@@ -38,6 +40,7 @@ export function routeRequest(head: RequestHead): Route {
     const get = head.method === 'GET' || head.method === 'HEAD';
     if (url === '/healthz' && get) return HEALTH;
     if (url === '/metrics' && get) return METRICS;
+    if (url === '/bans' || url.startsWith('/bans?')) return BANS;
     return refuse(
       'origin-form',
       400,
@@ -65,6 +68,7 @@ export function routeRequest(head: RequestHead): Route {
 const TUNNEL: Route = { kind: 'tunnel' };
 const HEALTH: Route = { kind: 'health' };
 const METRICS: Route = { kind: 'metrics' };
+const BANS: Route = { kind: 'bans' };
 
 function refuse(reason: RouteRefusal, status: number, text: string, url: string): Route {
   return {

@@ -247,7 +247,7 @@ export class Socks5Conn implements TrackedConnection {
         user: this.#user,
         started: this.#since,
         params: this.#params,
-        session: this.#params?.session ?? this.#ctx.parents?.sessionOf(this.#address, [], []),
+        session: this.#ctx.parents?.sessionOf(this.#address, [], []),
         replies: SOCKS5_REPLIES,
       },
     );

@@ -55,6 +55,8 @@ export interface Steer<P> {
   readonly pin: ConnectionPin<P> | undefined;
   /** Set by the pick when the session was held to a parent that can no longer take it: its name. */
   movedFrom?: string | undefined;
+  /** The target host, when a quarantine may keep a parent from it. */
+  host?: string | undefined;
 }
 
 /**

@@ -40,8 +40,8 @@ export interface TunnelClient {
   /** When the CONNECT head was read (`clock()`). */
   readonly started: number;
   /**
-   * The session the tunnel belongs to: its user name's session id, or the
-   * one the parents' policy gives it.
+   * The session the parents' policy gives the tunnel; its user name's
+   * session id, when it gives one, goes first.
    */
   readonly session?: string | undefined;
   /** The parameters of its user name. */
@@ -134,6 +134,7 @@ export function openTunnel(
     refuse(403, refusalText(refused).trimEnd());
     return;
   }
+  if (lease.steer !== undefined) lease.steer.host = asked.host;
   const hostPort = { host: ctx.destinations.dialHost(asked.host), port: asked.port };
   const lookup =
     parents === undefined ? ctx.destinations.lookupFor(asked.port, 'connect') : undefined;
@@ -190,7 +191,7 @@ export function openTunnel(
     reads = r;
     // Origin to client, the way most bytes go: each read lands in a reused buffer and is written
     // on at once; a client that cannot take more stops the reading until it drains.
-    const sock = connectFrom(ctx.outgoing, who.session, {
+    const sock = connectFrom(ctx.outgoing, who.params?.session ?? who.session, {
       host: to.host,
       port: to.port,
       ...(via === undefined && lookup !== undefined ? { lookup } : {}),

@@ -399,6 +399,7 @@ function fakeContext(maxPipelinedRequests: number): ProxyContext {
     parents: undefined,
     conns: new Set(),
     tunnels: new Set(),
+    admin: undefined,
     closing: false,
   };
 }

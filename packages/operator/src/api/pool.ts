@@ -9,6 +9,7 @@
  */
 import { isIP } from 'node:net';
 import { autoscaleProblems, autoscaleSpecSchema, autoscaleStatusSchema } from './autoscale.js';
+import { bansSpecSchema } from './bans.js';
 import { DURATION_PATTERN } from './duration.js';
 import {
   conditionSchema,
@@ -237,6 +238,7 @@ export const poolSpecSchema = {
     },
     gateway: gatewaySpecSchema,
     autoscale: autoscaleSpecSchema,
+    bans: bansSpecSchema,
     spread: {
       type: 'array',
       description:
@@ -430,6 +432,22 @@ function semanticProblems(spec: PoolSpec, root: string): SchemaProblem[] {
     });
   }
   problems.push(...autoscaleProblems(spec, root));
+  if (spec.bans !== undefined && spec.gateway?.enabled !== true) {
+    problems.push({
+      path: `${root}bans`,
+      message: 'needs gateway.enabled: true (the gateway applies the rules)',
+    });
+  }
+  for (const [i, r] of (spec.bans?.rules ?? []).entries()) {
+    try {
+      new RegExp(r.header?.pattern ?? '');
+    } catch {
+      problems.push({
+        path: `${root}bans.rules[${i}].header.pattern`,
+        message: 'is not a regular expression',
+      });
+    }
+  }
   if (spec.rotation !== undefined && spec.rotation.maxAge === undefined) {
     problems.push({
       path: `${root}rotation.maxAge`,

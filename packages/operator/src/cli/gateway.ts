@@ -13,6 +13,8 @@ import { parseArgs } from 'node:util';
 import type { Logger } from '@proxy-op/contract';
 import { type EgressPolicy, egressPolicyProblems } from '@proxy-op/egress';
 import {
+  type BanOptions,
+  checkBanRules,
   type ParentProxy,
   readParentsFile,
   type SessionPolicy,
@@ -30,6 +32,7 @@ const USAGE = `usage: proxy-op gateway (POOL [-n NAMESPACE] --standalone DIR [--
     --listen ADDRESS:PORT --allowed-sources CIDR[,CIDR...]
     [--password-file FILE [--realm REALM]] [--session none|client|header] [--session-header FIELD]
     [--drain 30s] [--access-log FILE] [--egress JSON] [--wake-timeout 120s [--max-waiting 1000]]
+    [--bans JSON] [--admin-password-file FILE]
 
 Serves one proxy address in front of the pool's verified Proxies: each request and CONNECT goes
 through one of them, with its credential, and the answer names it in X-Proxy-Op-Upstream. The
@@ -37,6 +40,8 @@ list is followed while the gateway runs. Clients authenticate with the users of 
 (htpasswd lines, SHA-512 crypt). GET /metrics answers per-upstream metrics to allowed sources.
 With --wake-timeout, while the list is empty (a pool at zero) each request, tunnel and SOCKS5
 connection waits up to that long for an upstream (at most --max-waiting at once), then gets 503.
+--bans gives ban rules ({"rules": [{"hosts", "status", "header"?, "quarantineMs"}], "retries"});
+--admin-password-file turns on the ban endpoint (POST /bans?upstream=&host=&for=, GET /bans).
 `;
 
 /** Runs `proxy-op gateway` until SIGTERM or SIGINT; resolves with the exit code. */
@@ -59,6 +64,8 @@ export async function gateway(argv: string[]): Promise<number> {
       egress: { type: 'string' },
       'access-log': { type: 'string' },
       'wake-timeout': { type: 'string' },
+      bans: { type: 'string' },
+      'admin-password-file': { type: 'string' },
       'max-waiting': { type: 'string' },
       help: { type: 'boolean' },
     },
@@ -80,6 +87,7 @@ export async function gateway(argv: string[]): Promise<number> {
   }
   const egress = egressOf(values.egress);
   const wake = wakeOf(values['wake-timeout'], values['max-waiting']);
+  const bans = bansOf(values.bans);
   const name = positionals[0] === undefined ? 'gateway' : `gateway-${positionals[0]}`;
   const log = createLogger();
   const upstreams = firstList(file, log);
@@ -104,7 +112,11 @@ export async function gateway(argv: string[]): Promise<number> {
       sessionHeader: values['session-header'],
       drainMs: Math.max(1, parseDuration(values.drain)),
       ...(wake === undefined ? {} : { wake }),
+      ...(bans === undefined ? {} : { bans }),
     },
+    ...(values['admin-password-file'] === undefined
+      ? {}
+      : { admin: { realm: `${name} admin`, passwordFile: values['admin-password-file'] } }),
   });
   log.info({ ...proxy.address, upstreams: upstreams.length, file }, 'gateway listening');
   const stop = watchParentsFile(
@@ -201,4 +213,22 @@ function wakeOf(
     throw new UsageError(`--max-waiting is "${max}"; give a whole number, 1 or more`);
   }
   return { timeoutMs, maxWaiting };
+}
+
+/** `--bans` as the parents' ban options; a usage error for what is not JSON or not rules. */
+function bansOf(text: string | undefined): BanOptions | undefined {
+  if (text === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new UsageError('--bans is not JSON: give {"rules": [...], "retries": 2}');
+  }
+  const o = v as BanOptions;
+  try {
+    checkBanRules(o.rules ?? []);
+  } catch (err) {
+    throw new UsageError(`--bans: ${(err as Error).message}`);
+  }
+  return o;
 }

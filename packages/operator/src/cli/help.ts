@@ -20,6 +20,7 @@ commands:
   url NAME               print the Proxy's URL with its credential, for a client to use
   url POOL --pool        print a ProxyPool gateway's URL, with --session, --rotate, --country,
                          --region, --provider in its user name; --socks for socks5h://
+  ban POOL MEMBER        tell a pool's gateway a host banned MEMBER (--host H --for 30m)
   endpoints POOL         print a ProxyPool's verified endpoints, one URL per line (with credentials)
   gateway                one proxy address in front of a ProxyPool's verified Proxies
   whoami                 serve the probe target on its own (for probe.url in the providers file)

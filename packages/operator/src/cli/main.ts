@@ -6,6 +6,7 @@
  * @module
  */
 import { UsageError } from './args.js';
+import { ban } from './ban.js';
 import { check } from './check.js';
 import { crds } from './crds.js';
 import { endpoints } from './endpoints.js';
@@ -39,6 +40,8 @@ export async function main(argv: string[]): Promise<number> {
         return await probeCommand(rest);
       case 'url':
         return await url(rest);
+      case 'ban':
+        return await ban(rest);
       case 'endpoints':
         return await endpoints(rest);
       case 'gateway':

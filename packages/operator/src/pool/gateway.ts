@@ -11,6 +11,7 @@
 
 import type { EgressPolicy } from '@proxy-op/egress';
 import { canonicalJson } from '../api/canonical-json.js';
+import { durationMs } from '../api/duration.js';
 import type { PoolGatewayStatus, PoolObject } from '../api/pool.js';
 import { realmOf } from '../credentials/credential.js';
 import { DEFAULTS } from '../defaults.js';
@@ -39,6 +40,19 @@ export interface GatewayPlan {
   readonly drainSeconds: number;
   /** The pool's destination policy (its template's `egress`): the gateway refuses what it can see of it before resolution. */
   readonly egress?: EgressPolicy | undefined;
+  /** With `spec.bans`: the gateway's rules (durations in ms), and its admin credential for reports. */
+  readonly bans?:
+    | {
+        readonly rules: readonly {
+          readonly name?: string | undefined;
+          readonly hosts: readonly string[];
+          readonly status: readonly number[];
+          readonly header?: { readonly name: string; readonly pattern: string } | undefined;
+          readonly quarantineMs: number;
+        }[];
+        readonly retries: number;
+      }
+    | undefined;
   /** With `spec.autoscale`: how the gateway holds work while the pool has no Proxy. */
   readonly wake?: { readonly timeout: string; readonly maxWaiting: number } | undefined;
 }
@@ -62,6 +76,17 @@ export function gatewayPlan(pool: PoolObject): GatewayPlan | undefined {
     ...(pool.spec.template.spec.egress === undefined
       ? {}
       : { egress: pool.spec.template.spec.egress }),
+    ...(pool.spec.bans === undefined
+      ? {}
+      : {
+          bans: {
+            rules: pool.spec.bans.rules.map(({ quarantine, ...r }) => ({
+              ...r,
+              quarantineMs: durationMs(quarantine) ?? 1_800_000,
+            })),
+            retries: pool.spec.bans.retries,
+          },
+        }),
     ...(pool.spec.autoscale === undefined
       ? {}
       : {
@@ -81,6 +106,8 @@ export interface GatewayPlaces {
   readonly listen: string;
   /** The clients' password file (with `auth: basic`). */
   readonly passwordFile: string;
+  /** The admin password file of the ban endpoint (with `bans`). */
+  readonly adminPasswordFile?: string | undefined;
 }
 
 /** The arguments of `proxy-op gateway` for a plan. */
@@ -103,6 +130,15 @@ export function gatewayArgs(plan: GatewayPlan, at: GatewayPlaces): string[] {
     '--drain',
     `${plan.drainSeconds}s`,
     ...(plan.egress === undefined ? [] : ['--egress', JSON.stringify(plan.egress)]),
+    ...(plan.bans === undefined
+      ? []
+      : [
+          '--bans',
+          JSON.stringify(plan.bans),
+          ...(at.adminPasswordFile === undefined
+            ? []
+            : ['--admin-password-file', at.adminPasswordFile]),
+        ]),
     ...(plan.wake === undefined
       ? []
       : ['--wake-timeout', plan.wake.timeout, '--max-waiting', String(plan.wake.maxWaiting)]),

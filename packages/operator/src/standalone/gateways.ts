@@ -162,6 +162,7 @@ export class GatewayProcesses implements PoolGateways {
   async #prepare(r: Running): Promise<void> {
     const { plan } = r;
     await ensurePrivateFolder(this.#o.dir);
+    await this.#prepareAdmin(r);
     if (plan.auth === 'none') {
       await this.#credentials.remove(this.#owner(plan));
       await rm(this.#file(r.key, 'htpasswd'), { force: true });
@@ -181,6 +182,30 @@ export class GatewayProcesses implements PoolGateways {
     await writeFileAtomic(this.#file(r.key, 'htpasswd'), passwordFile(record));
   }
 
+  /**
+   * With ban rules: the admin credential of the gateway's ban endpoint
+   * (`POOL.gateway-admin`, kept across restarts; what `proxy-op ban` reads)
+   * and its password file; without, neither.
+   */
+  async #prepareAdmin(r: Running): Promise<void> {
+    const { plan } = r;
+    const owner = { ...this.#owner(plan), name: `${plan.pool}.gateway-admin` };
+    if (plan.bans === undefined) {
+      await this.#credentials.remove(owner);
+      await rm(this.#file(r.key, 'admin.htpasswd'), { force: true });
+      return;
+    }
+    const kept = await readCredentialFile(this.#credentials.locate(owner));
+    const record: CredentialRecord = kept?.record ?? {
+      source: 'generated',
+      current: generateCredential(`${plan.pool}-admin`),
+      rotatedTime: new Date().toISOString(),
+    };
+    const url = credentialUrl(record.current, gatewayUrl(plan));
+    if (kept?.url !== url) await this.#credentials.write(owner, record, url);
+    await writeFileAtomic(this.#file(r.key, 'admin.htpasswd'), passwordFile(record));
+  }
+
   #start(r: Running): void {
     const { plan, key } = r;
     const host = plan.address.includes(':') ? `[${plan.address}]` : plan.address;
@@ -190,6 +215,7 @@ export class GatewayProcesses implements PoolGateways {
         upstreams: upstreamsFile(this.#o.endpointsDir, key),
         listen: `${host}:${plan.port}`,
         passwordFile: this.#file(key, 'htpasswd'),
+        adminPasswordFile: this.#file(key, 'admin.htpasswd'),
       }),
     ];
     // The gateway logs pino JSON lines on stderr; a line that is not JSON is a startup error.
@@ -276,7 +302,10 @@ export class GatewayProcesses implements PoolGateways {
   async #forget(key: string): Promise<void> {
     const [namespace, pool] = key.split('/') as [string, string];
     await this.#credentials.remove({ namespace, name: `${pool}.gateway`, uid: '' });
-    for (const ext of ['htpasswd', 'pid']) await rm(this.#file(key, ext), { force: true });
+    await this.#credentials.remove({ namespace, name: `${pool}.gateway-admin`, uid: '' });
+    for (const ext of ['htpasswd', 'admin.htpasswd', 'pid']) {
+      await rm(this.#file(key, ext), { force: true });
+    }
   }
 
   /** A gateway of this pool still running from an operator that crashed: stopped first. */
