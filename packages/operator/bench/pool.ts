@@ -107,7 +107,7 @@ async function run(kind: 'plain' | 'pool'): Promise<Result> {
   operator.start();
   const ready = () => store.list().filter((p) => p.status.phase === 'Ready').length;
   const poolWhere = () =>
-    `pool status ${JSON.stringify(pools.getPool('default/pool')?.status)}, ` +
+    `pool status ${JSON.stringify({ ...pools.getPool('default/pool')?.status, endpoints: undefined })}, ` +
     `${store.list().length} Proxies, ${ready()} Ready, operator settled: ${operator.settled()}`;
   const t0 = performance.now();
   const spec = (port: number) => {
