@@ -143,7 +143,7 @@ try {
 
   // ---- auth under attack ----
   part('front door: a proxy with authentication');
-  const authed = await startProgram(proxyServerPath(), 'auth', '127.0.5.30', {
+  const authed = await startProgram(proxyServerPath(), 'auth', '127.0.210.30', {
     allowedSources: ['127.0.0.0/8'],
     auth: { realm: 'bench', passwordFile },
     egress: { allow: originAllowed },
@@ -187,10 +187,10 @@ try {
     deny: ['10.9.0.0/16', 'blocked.example', '*.ads.example', '192.0.2.0/24:25'],
     allow: ['10.20.0.0/16', 'git.internal.example:8443', '*.corp.example', ...originAllowed],
   };
-  const withPolicy = await startProgram(proxyServerPath(), 'policy', '127.0.5.31', {
+  const withPolicy = await startProgram(proxyServerPath(), 'policy', '127.0.210.31', {
     egress: policy,
   });
-  const allowAll = await startProgram(proxyServerPath(), 'allow-all', '127.0.5.32', {
+  const allowAll = await startProgram(proxyServerPath(), 'allow-all', '127.0.210.32', {
     egress: { allow: ['0.0.0.0/0:1-65535', '[::/0]:1-65535'] },
   });
   programs.push(withPolicy, allowAll);

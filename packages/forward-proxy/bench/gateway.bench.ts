@@ -111,7 +111,7 @@ try {
   const ups = [];
   // The origin is on loopback, which the default destination policy refuses: allowed by port.
   const egress = { allow: [`127.0.0.1:${origin.http}`, `127.0.0.1:${origin.source}`] };
-  for (const [i, host] of ['127.0.5.10', '127.0.5.11'].entries()) {
+  for (const [i, host] of ['127.0.210.10', '127.0.210.11'].entries()) {
     const up = await startProgram(proxyServerPath(), `up-${i}`, host, { egress });
     started.push(up);
     ups.push(up);
@@ -123,7 +123,7 @@ try {
       upstreams: ups.map((u, i) => ({ name: `up-${i}`, url: `http://${u.host}:${u.port}` })),
     }),
   );
-  const gateway = await startProgram(proxyServerPath(), 'gateway', '127.0.5.20', {
+  const gateway = await startProgram(proxyServerPath(), 'gateway', '127.0.210.20', {
     parents: { file: list },
     egress,
   });

@@ -63,7 +63,7 @@ let baseline: Awaited<ReturnType<typeof startProgram>> | undefined;
 try {
   // The origin is on loopback, which the default destination policy refuses: allowed by port.
   const egress = { allow: [`127.0.0.1:${origin.http}`, `127.0.0.1:${origin.source}`] };
-  proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.5.2', { egress });
+  proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.210.2', { egress });
   const absolute = (p: string) => `http://127.0.0.1:${origin.http}${p}`;
   const columns: Column[] = [
     { name: 'direct', host: '127.0.0.1', port: origin.http, path: (p) => p, tunnels: false },
@@ -87,7 +87,7 @@ try {
   }
   const baselineProgram = process.env.BENCH_BASELINE;
   if (baselineProgram !== undefined && baselineProgram !== '') {
-    baseline = await startProgram(baselineProgram, 'baseline', '127.0.5.250', { egress });
+    baseline = await startProgram(baselineProgram, 'baseline', '127.0.210.250', { egress });
     columns.push({
       name: 'baseline',
       host: baseline.host,

@@ -290,7 +290,7 @@ const dir = mkdtempSync(join(tmpdir(), 'forward-proxy-bench-socks5-'));
 const started: { stop(): Promise<void> }[] = [];
 try {
   const egress = { allow: [`127.0.0.1:${origin.http}`, `127.0.0.1:${origin.source}`] };
-  const proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.5.40', { egress });
+  const proxy = await startProgram(proxyServerPath(), 'forward-proxy', '127.0.210.40', { egress });
   started.push(proxy);
   const columns: Column[] = [
     { name: 'direct', host: '127.0.0.1', port: 0, path: (p) => p, tunnels: false },

@@ -1,6 +1,7 @@
 // What the benchmarks share (not a benchmark): the origin in a process of its own, Squid and
 // the proxy program started in temp dirs, and the client's loads and measures. Everything stays
-// on 127.0.0.0/8.
+// on 127.0.0.0/8; the proxies listen on 127.0.210.0/24, which no test suite uses, so the smoke
+// run can run beside them.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';

@@ -39,8 +39,11 @@ const SMOKE_PROBE_INTERVAL_MS = 1_000;
 /** Where the i-th proxy reads its password file (the parent makes the folder). */
 const passwordFileOf = (i: number) => join(process.env.BENCH_DIR ?? '.', `p${i}.passwd`);
 
-/** The i-th proxy's address: 127.0.80.1 onwards, 250 per /24. */
-const addressOf = (i: number) => `127.0.${80 + Math.floor(i / 250)}.${1 + (i % 250)}`;
+/**
+ * The i-th proxy's address: 127.0.220.1 onwards, 250 per /24 (addresses no test suite uses, so the
+ * smoke run can run beside them).
+ */
+const addressOf = (i: number) => `127.0.${220 + Math.floor(i / 250)}.${1 + (i % 250)}`;
 
 type Msg =
   | { ev: 'listening' }

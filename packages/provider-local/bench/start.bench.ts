@@ -19,7 +19,7 @@ const stateDir = mkdtempSync(join(tmpdir(), 'provider-local-bench-'));
 const provider = await createProvider(
   providerModule,
   'bench',
-  { stateDir, addressRange: '127.0.5.0/24' },
+  { stateDir, addressRange: '127.0.211.0/24' },
   {},
 );
 const base = {
