@@ -64,3 +64,24 @@ describe('the live table', () => {
     ]);
   });
 });
+
+describe('the JSON status lines', () => {
+  it('print every status written, even one the next write replaces before a poll', async () => {
+    const store = new MemoryStore();
+    store.apply('default', 'web', spec({ provider: 'lab' }));
+    const operator = new Operator({ store, providers: new ProviderSet() });
+    const out = capture();
+    const view = startStatusView(store, 'json', operator);
+    // Two writes in a row, well within the 100 ms poll: the first would be lost to a poll.
+    await operator.store.updateStatus('default/web', {
+      phase: 'Replacing',
+      instanceState: 'Preempted',
+    });
+    await operator.store.updateStatus('default/web', { phase: 'Provisioning' });
+    view.stop();
+    const states = out
+      .map((l) => JSON.parse(l) as { phase?: string; state?: string })
+      .map((l) => `${l.phase}/${l.state ?? ''}`);
+    expect(states).toEqual(['Pending/', 'Replacing/Preempted', 'Provisioning/']);
+  });
+});

@@ -29,7 +29,7 @@ import { Periodic } from '../runtime/periodic.js';
 import type { WorkQueue } from '../runtime/queue.js';
 import { type CredentialStore, MemoryCredentialStore } from '../store/credentials.js';
 import type { PoolStore } from '../store/pools.js';
-import type { ProxyStore } from '../store/proxies.js';
+import { hookStore, type ProxyStore } from '../store/proxies.js';
 
 /** What an {@link Operator} is made of: the stores, the settings, and where it reports. */
 export interface OperatorOptions {
@@ -93,6 +93,8 @@ export class Operator {
   readonly #periodic: Periodic;
   readonly #gcCounter;
   #started = false;
+  /** Who hears of each status write, as it is made. */
+  readonly #written = new Set<(key: string) => void>();
 
   constructor(o: OperatorOptions) {
     this.#o = o;
@@ -120,7 +122,11 @@ export class Operator {
         settings,
       );
     }
-    let store = this.pools?.observe(o.store) ?? o.store;
+    let store = hookStore(this.pools?.observe(o.store) ?? o.store, {
+      afterStatus: (key) => {
+        for (const l of this.#written) l(key);
+      },
+    });
     if (o.page !== undefined) {
       const seen = store;
       this.events = new EventLog({
@@ -187,6 +193,16 @@ export class Operator {
   /** The Proxy controller's work queue. */
   get queue(): WorkQueue {
     return this.proxies.queue;
+  }
+
+  /**
+   * Calls `listener` with the key of each Proxy whose status is written, as
+   * the write is made (the status it reads then is the one written); returns
+   * what stops it.
+   */
+  onStatusWritten(listener: (key: string) => void): () => void {
+    this.#written.add(listener);
+    return () => this.#written.delete(listener);
   }
 
   /** Starts the controllers (every Proxy and pool queued), GC and the health monitor. */

@@ -111,37 +111,44 @@ function splitProblem(p: string): { source: string; problem: string } {
 export function startStatusView(
   store: ProxyStore,
   output: 'table' | 'json',
-  operator: { readonly probes?: LatestProbes | undefined; phases(): Record<Phase, number> },
+  operator: {
+    readonly probes?: LatestProbes | undefined;
+    phases(): Record<Phase, number>;
+    onStatusWritten?(listener: (key: string) => void): () => void;
+  },
   pageUrl?: string,
 ): { stop(): void } {
   const last = new Map<string, string>();
   const lastProblems = new Set<string>();
+  /** Prints the line of `p` when it changed. */
+  const lineOf = (p: ProxyObject) => {
+    const key = `${p.metadata.namespace}/${p.metadata.name}`;
+    const line = {
+      proxy: key,
+      phase: p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
+      provider: p.spec.provider,
+      endpoint: p.status.endpoint,
+      egressIP: p.status.egressIP,
+      // The verdict and failing step only: a line per change, not per probe.
+      probe: probeCell(p, operator).replace(/^ok \d+ms$/, 'ok') || undefined,
+      providerID: p.status.providerID,
+      state: p.status.instanceState,
+      location: p.status.location,
+      cost: p.status.cost,
+      error: p.status.lastError,
+    };
+    const text = JSON.stringify(line);
+    if (last.get(key) === text) return;
+    last.set(key, text);
+    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
+  };
   const render = () => {
     const problems = store.problems?.() ?? [];
     if (output === 'json') {
       const seen = new Set<string>();
       for (const p of store.list()) {
-        const key = `${p.metadata.namespace}/${p.metadata.name}`;
-        seen.add(key);
-        const line = {
-          proxy: key,
-          phase: p.metadata.deletionTimestamp ? 'Deleting' : (p.status.phase ?? 'Pending'),
-          provider: p.spec.provider,
-          endpoint: p.status.endpoint,
-          egressIP: p.status.egressIP,
-          // The verdict and failing step only: a line per change, not per probe.
-          probe: probeCell(p, operator).replace(/^ok \d+ms$/, 'ok') || undefined,
-          providerID: p.status.providerID,
-          state: p.status.instanceState,
-          location: p.status.location,
-          cost: p.status.cost,
-          error: p.status.lastError,
-        };
-        const text = JSON.stringify(line);
-        if (last.get(key) !== text) {
-          last.set(key, text);
-          process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
-        }
+        seen.add(`${p.metadata.namespace}/${p.metadata.name}`);
+        lineOf(p);
       }
       for (const key of [...last.keys()]) {
         if (!seen.has(key)) {
@@ -200,9 +207,19 @@ export function startStatusView(
   };
   render();
   const t = setInterval(render, output === 'json' ? 100 : 1000);
+  // JSON: a line for every status write as it is made, so a state that lasts less than a poll
+  // (a preempted instance replaced at once) is printed too.
+  const unwatch =
+    output === 'json'
+      ? operator.onStatusWritten?.((key) => {
+          const p = store.get(key);
+          if (p !== undefined) lineOf(p);
+        })
+      : undefined;
   return {
     stop() {
       clearInterval(t);
+      unwatch?.();
       render();
     },
   };
