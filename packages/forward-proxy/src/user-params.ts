@@ -39,6 +39,9 @@ export interface UserParams {
   readonly provider?: string;
 }
 
+/** The parameters while they are read. */
+type Building = { -readonly [K in keyof UserParams]: UserParams[K] };
+
 /** No parameters. */
 export const NO_PARAMS: UserParams = Object.freeze({});
 
@@ -95,14 +98,7 @@ export function parseUserParams(rest: string | undefined): UserParams | { proble
   if (rest === '')
     return { problem: 'the user name ends in "-"; give key-value after it or leave it out' };
   const words = rest.split('-');
-  const out: {
-    session?: string;
-    ttlMs?: number;
-    rotate?: 'request' | 'connection';
-    country?: string;
-    region?: string;
-    provider?: string;
-  } = {};
+  const out: Building = {};
   const seen = new Set<string>();
   let i = 0;
   while (i < words.length) {
@@ -137,18 +133,7 @@ export function parseUserParams(rest: string | undefined): UserParams | { proble
 }
 
 /** Sets one parameter; answers the problem with its value. */
-function take(
-  out: {
-    session?: string;
-    ttlMs?: number;
-    rotate?: 'request' | 'connection';
-    country?: string;
-    region?: string;
-    provider?: string;
-  },
-  key: Key,
-  value: string,
-): string | undefined {
+function take(out: Building, key: Key, value: string): string | undefined {
   const bad = (fix: string) =>
     `the user name's parameter ${shown(key, value)} is not valid; ${fix}`;
   switch (key) {

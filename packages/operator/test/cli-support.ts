@@ -121,7 +121,7 @@ export function requestViaGateway(
   proxy: { address: string; port: number },
   url: string,
   authorization?: string | undefined,
-): Promise<{ status: number; upstream: string | undefined }> {
+): Promise<{ status: number; upstream: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({
       host: proxy.address,
@@ -131,11 +131,15 @@ export function requestViaGateway(
       headers: authorization === undefined ? {} : { 'proxy-authorization': authorization },
     });
     req.on('response', (res) => {
-      res.resume();
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => {
+        body += d;
+      });
       res.on('end', () =>
         resolve({
           status: res.statusCode ?? 0,
           upstream: res.headers['x-proxy-op-upstream'] as string | undefined,
+          body,
         }),
       );
     });

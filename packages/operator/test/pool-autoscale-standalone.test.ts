@@ -3,14 +3,14 @@
 // forward-proxy processes on 127.0.86.0/24; a real HTTP origin on loopback. The pool is the
 // README's spec.autoscale example, on this test's port, with short waits.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, type JsonLinesProcess, startHttpEchoOrigin } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { spawnStandalone } from './cli-support.js';
+import { requestViaGateway, spawnStandalone } from './cli-support.js';
+import { basicOf, poolState, until } from './pool-support.js';
 import { proxyPids } from './probe-support.js';
 
 const ADDRESS = '127.0.0.1';
@@ -30,48 +30,19 @@ interface PoolState {
   };
 }
 
+const pool = () => poolState<PoolState>(root, 'default/lazy');
+
 const README = fileURLToPath(new URL('../README.md', import.meta.url));
 
-async function pool(): Promise<PoolState | undefined> {
-  const text = await readFile(join(root, 'proxies.state.json'), 'utf8').catch(() => '{}');
-  try {
-    return (JSON.parse(text) as { pools?: Record<string, PoolState> }).pools?.['default/lazy'];
-  } catch {
-    return undefined; // between a truncate and a write
-  }
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** A GET through the gateway: its status and how long it took. */
-function viaGateway(path: string): Promise<{ status: number; ms: number; body: string }> {
+/** A GET through the gateway: its status, its body and how long it took. */
+async function viaGateway(path: string): Promise<{ status: number; ms: number; body: string }> {
   const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: ADDRESS,
-      port,
-      path: `http://127.0.0.1:${echo.port}${path}`,
-      agent: false,
-      headers: { 'proxy-authorization': authorization },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - t0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const r = await requestViaGateway(
+    { address: ADDRESS, port },
+    `http://127.0.0.1:${echo.port}${path}`,
+    authorization,
+  );
+  return { status: r.status, body: r.body, ms: Date.now() - t0 };
 }
 
 const events = (reason: string) =>
@@ -111,7 +82,7 @@ beforeAll(async () => {
   );
   const kept = JSON.parse(await readFile(secret, 'utf8')) as { url: string };
   const u = new URL(kept.url);
-  authorization = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
+  authorization = basicOf(u);
 }, 60_000);
 
 afterAll(async () => {

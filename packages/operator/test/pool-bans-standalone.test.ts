@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type JsonLinesProcess } from '@proxy-op/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, spawnStandalone } from './cli-support.js';
+import { requestViaGateway, runCli, spawnStandalone } from './cli-support.js';
+import { basicOf, poolState, until } from './pool-support.js';
 import { proxyPids } from './probe-support.js';
 
 const ADDRESS = '127.0.0.1';
@@ -32,24 +33,7 @@ interface PoolState {
   };
 }
 
-async function pool(): Promise<PoolState | undefined> {
-  const text = await readFile(join(root, 'proxies.state.json'), 'utf8').catch(() => '{}');
-  try {
-    return (JSON.parse(text) as { pools?: Record<string, PoolState> }).pools?.['default/guarded'];
-  } catch {
-    return undefined;
-  }
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pool = () => poolState<PoolState>(root, 'default/guarded');
 
 async function origin(host: string): Promise<void> {
   const s = createServer((req, res) => {
@@ -91,31 +75,12 @@ function metrics(): Promise<string> {
   });
 }
 
-function viaGateway(host: string): Promise<{ status: number; upstream: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: ADDRESS,
-      port,
-      path: `http://${host}:${ports.get(host)}/`,
-      agent: false,
-      headers: { 'proxy-authorization': authorization },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          upstream: String(res.headers['x-proxy-op-upstream']),
-          body,
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
+function viaGateway(host: string) {
+  return requestViaGateway(
+    { address: ADDRESS, port },
+    `http://${host}:${ports.get(host)}/`,
+    authorization,
+  );
 }
 
 beforeAll(async () => {
@@ -164,7 +129,7 @@ beforeAll(async () => {
   banned = st.endpoints?.[0]?.egressIP ?? '';
   const kept = JSON.parse(await readFile(st.gateway?.secretName ?? '', 'utf8')) as { url: string };
   const u = new URL(kept.url);
-  authorization = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
+  authorization = basicOf(u);
   // The gateway follows the upstreams file within a second: wait until it has both Proxies.
   await until(
     async () => ((await metrics()).match(/_upstream_available\{[^}]*\} 1/g) ?? []).length === 2,

@@ -19,6 +19,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { requestViaGateway, runCli, spawnStandalone } from './cli-support.js';
+import { basicOf, poolState, until } from './pool-support.js';
 import { proxyPids } from './probe-support.js';
 
 const ADDRESS = '127.0.85.250';
@@ -56,24 +57,7 @@ const manifest = (enabled: boolean, maxAge = '1h') => {
   return doc.toString();
 };
 
-async function pool(): Promise<PoolState | undefined> {
-  const text = await readFile(join(root, 'proxies.state.json'), 'utf8').catch(() => '{}');
-  try {
-    return (JSON.parse(text) as { pools?: Record<string, PoolState> }).pools?.['default/front'];
-  } catch {
-    return undefined; // between a truncate and a write
-  }
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pool = () => poolState<PoolState>(root, 'default/front');
 
 const ready = () =>
   until(
@@ -116,9 +100,6 @@ async function clientUrl(file: string): Promise<URL> {
   const kept = JSON.parse(await readFile(file, 'utf8')) as { url: string };
   return new URL(kept.url);
 }
-
-const basic = (u: URL) =>
-  `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
 
 const gatewayPid = async () => Number((await readFile(pidFile(), 'utf8')).trim());
 const pidFile = () => join(root, 'proxies.state.credentials.d', 'default.front.gateway.pid');
@@ -203,14 +184,14 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
       const via = await requestViaGateway(
         { address: ADDRESS, port },
         `http://127.0.0.1:${echo.port}/via`,
-        basic(url),
+        basicOf(url),
       );
       expect(via.status).toBe(200);
       seen.add(via.upstream ?? '');
     }
     // The gateway's metrics need its credential (407 without it).
     expect((await metricsOf()).status).toBe(407);
-    const metrics = await metricsOf(basic(url));
+    const metrics = await metricsOf(basicOf(url));
     expect(metrics.status).toBe(200);
     expect([...seen].sort(), metrics.body).toEqual(names);
     const without = await requestViaGateway(
@@ -223,7 +204,7 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
     const r = await requestViaGateway(
       { address: ADDRESS, port },
       `http://127.0.0.1:${echo.port}/`,
-      basic(wrong),
+      basicOf(wrong),
     );
     expect(r.status).toBe(407);
     // The credential is in the file only: not in the status, not on the operator's output.
@@ -306,7 +287,7 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
           const r = await requestViaGateway(
             { address: ADDRESS, port },
             `http://127.0.0.1:${echo.port}/load`,
-            basic(url),
+            basicOf(url),
           );
           requests += 1;
           if (r.status === 200) carried.add(r.upstream ?? '');
@@ -351,7 +332,7 @@ describe('spec.gateway in standalone mode: the operator runs the pool’s gatewa
     // The state file may still say ready from before: a client getting through is the test.
     const through = async (path: string) =>
       requestThroughProxy({ address: ADDRESS, port }, `http://127.0.0.1:${echo.port}${path}`, {
-        proxyAuthorization: basic(url),
+        proxyAuthorization: basicOf(url),
       }).catch(() => ({ status: 0, body: '' }));
     await until(
       async () => {

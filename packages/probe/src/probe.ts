@@ -293,49 +293,76 @@ class ProbeRun {
     return this.#checkResult(check, steps0, t0, latency, egressIP);
   }
 
-  async #tunnel(url: URL, tls: ProbeTls): Promise<ProbeCheck> {
+  /** A `CONNECT` tunnel to the target: the proxy's `200`, then TLS inside for `https:`. */
+  #tunnel(url: URL, tls: ProbeTls): Promise<ProbeCheck> {
+    const https = url.protocol === 'https:';
+    const authority = `${url.hostname}:${url.port || (https ? 443 : 80)}`;
+    return this.#tunnelCheck(
+      'connect',
+      url,
+      tls,
+      `opening a tunnel to ${authority}`,
+      async (raw, latency, t0) => {
+        const reader = new AnswerReader(raw, this.#maxBytes, 'the proxy');
+        raw.write(requestHead('CONNECT', authority, [['Host', authority], ...this.#authHeader()]));
+        try {
+          const head = await this.#until(reader.head());
+          if (head.status !== 200) {
+            const message = `CONNECT ${authority}: ${refusal(head, 'the proxy')}`;
+            return { ok: false, status: head.status, message };
+          }
+          const rest = reader.release();
+          if (rest.length > 0) raw.unshift(rest);
+          return {
+            ok: true,
+            status: 200,
+            message: `CONNECT ${authority} answered ${statusText(head)}`,
+          };
+        } finally {
+          if (reader.firstByteAt !== undefined)
+            latency.firstByteMs = round(reader.firstByteAt - t0);
+        }
+      },
+    );
+  }
+
+  /**
+   * A check through a tunnel to `url`: the connection to the proxy, the
+   * `tunnel` step (what `open` does, then TLS inside for `https:`), and the
+   * GET with a nonce inside.
+   */
+  async #tunnelCheck(
+    check: 'connect' | 'socks5',
+    url: URL,
+    tls: ProbeTls,
+    doing: string,
+    open: (
+      raw: Socket,
+      latency: { firstByteMs?: number },
+      t0: number,
+    ) => Promise<{ ok: boolean; status?: number; message: string }>,
+  ): Promise<ProbeCheck> {
     const t0 = performance.now();
-    const check = 'connect';
     const steps0 = this.#steps.length;
     const latency: { connectMs?: number; firstByteMs?: number } = {};
     let egressIP: string | undefined;
     const raw = await this.#open(check);
     if (raw !== undefined) {
       latency.connectMs = round(performance.now() - t0);
-      const https = url.protocol === 'https:';
-      const authority = `${url.hostname}:${url.port || (https ? 443 : 80)}`;
-      const reader = new AnswerReader(raw, this.#maxBytes, 'the proxy');
-      raw.write(requestHead('CONNECT', authority, [['Host', authority], ...this.#authHeader()]));
       let inner: Socket | TLSSocket = raw;
-      const tunnelled = await this.#step(
-        check,
-        'tunnel',
-        `opening a tunnel to ${authority}`,
-        async () => {
-          const head = await this.#until(reader.head());
-          if (head.status !== 200) {
-            return {
-              ok: false,
-              status: head.status,
-              message: `CONNECT ${authority}: ${refusal(head, 'the proxy')}`,
-            };
-          }
-          const rest = reader.release();
-          if (rest.length > 0) raw.unshift(rest);
-          if (!https) {
-            raw.resume();
-            return { status: 200, message: `CONNECT ${authority} answered ${statusText(head)}` };
-          }
-          const secured = tlsInTunnel(raw, url, tls);
-          this.#sockets.add(secured.socket);
-          inner = await this.#until(secured.ready);
-          return {
-            status: 200,
-            message: `CONNECT ${authority} answered ${statusText(head)}; TLS inside the tunnel (${(inner as TLSSocket).getProtocol() ?? 'TLS'})`,
-          };
-        },
-      );
-      if (reader.firstByteAt !== undefined) latency.firstByteMs = round(reader.firstByteAt - t0);
+      const tunnelled = await this.#step(check, 'tunnel', doing, async () => {
+        const opened = await open(raw, latency, t0);
+        if (!opened.ok) return opened;
+        if (url.protocol !== 'https:') {
+          raw.resume();
+          return opened;
+        }
+        const secured = tlsInTunnel(raw, url, tls);
+        this.#sockets.add(secured.socket);
+        inner = await this.#until(secured.ready);
+        const protocol = (inner as TLSSocket).getProtocol() ?? 'TLS';
+        return { ...opened, message: `${opened.message}; TLS inside the tunnel (${protocol})` };
+      });
       if (tunnelled) egressIP = await this.#inTunnel(check, url, inner);
       await this.#close(inner, raw);
     }
@@ -359,44 +386,17 @@ class ProbeRun {
   }
 
   /** A SOCKS5 `CONNECT` to the target, the credential as its user name and password (RFC 1929). */
-  async #socks5(url: URL, tls: ProbeTls): Promise<ProbeCheck> {
-    const t0 = performance.now();
-    const check = 'socks5';
-    const steps0 = this.#steps.length;
-    const latency: { connectMs?: number; firstByteMs?: number } = {};
-    let egressIP: string | undefined;
-    const raw = await this.#open(check);
-    if (raw !== undefined) {
-      latency.connectMs = round(performance.now() - t0);
-      const https = url.protocol === 'https:';
-      const host = bare(url.hostname);
-      const port = Number(url.port || (https ? 443 : 80));
-      let inner: Socket | TLSSocket = raw;
-      const tunnelled = await this.#step(
-        check,
-        'tunnel',
-        `opening a SOCKS5 tunnel to ${url.host}`,
-        async () => {
-          const opened = await socks5Connect(raw, host, port, this.#opts.credentials, (p) =>
-            this.#until(p),
-          );
-          latency.firstByteMs = round(performance.now() - t0);
-          if (!https) return { message: opened };
-          const secured = tlsInTunnel(raw, url, tls);
-          this.#sockets.add(secured.socket);
-          inner = await this.#until(secured.ready);
-          return {
-            message: `${opened}; TLS inside the tunnel (${(inner as TLSSocket).getProtocol() ?? 'TLS'})`,
-          };
-        },
-      );
-      if (tunnelled) {
-        raw.resume();
-        egressIP = await this.#inTunnel(check, url, inner);
-      }
-      await this.#close(inner, raw);
-    }
-    return this.#checkResult(check, steps0, t0, latency, egressIP);
+  #socks5(url: URL, tls: ProbeTls): Promise<ProbeCheck> {
+    const https = url.protocol === 'https:';
+    const host = bare(url.hostname);
+    const port = Number(url.port || (https ? 443 : 80));
+    const doing = `opening a SOCKS5 tunnel to ${url.host}`;
+    return this.#tunnelCheck('socks5', url, tls, doing, async (raw, latency, t0) => {
+      const creds = this.#opts.credentials;
+      const message = await socks5Connect(raw, host, port, creds, (p) => this.#until(p));
+      latency.firstByteMs = round(performance.now() - t0);
+      return { ok: true, message };
+    });
   }
 
   async #auth(url: URL): Promise<ProbeCheck> {
