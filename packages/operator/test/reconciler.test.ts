@@ -338,7 +338,15 @@ describe('Reconciler with the reference provider', () => {
     expect(ready?.location).toEqual({ region: 'memory-1', zone: 'zone-a', country: 'DE' });
     const vm = instanceName('default', 'web');
     backends.get('mem')?.reclaim(vm);
+    const written: string[] = [];
+    const update = store.updateStatus.bind(store);
+    store.updateStatus = async (key, st) => {
+      written.push(`${st.phase}/${st.instanceState ?? ''}`);
+      await update(key, st);
+    };
     expect(await rec.reconcile('default/web')).toEqual({ requeueAfter: 0 });
+    // The delete was over at once: the status still said why before the instance went.
+    expect(written).toEqual(['Replacing/Preempted', 'Replacing/']);
     const replacing = store.get('default/web')?.status;
     expect(getCondition(replacing?.conditions, 'Ready')).toMatchObject({
       status: 'False',

@@ -236,11 +236,14 @@ async function replaceInstance(
   say: { readonly event: string; readonly condition: string },
 ): Promise<ReconcileResult> {
   const st = c.status.st;
-  if (st.phase !== 'Replacing')
-    c.event(reason === 'Remediating' ? 'Warning' : 'Normal', reason, say.event);
+  const first = st.phase !== 'Replacing';
+  if (first) c.event(reason === 'Remediating' ? 'Warning' : 'Normal', reason, say.event);
   st.phase = 'Replacing';
   c.status.cond('Ready', 'False', reason, say.condition);
   c.env.probes?.forget(c.key);
+  // The status says what the instance was and why it goes before it goes: a delete that is over
+  // at once would otherwise leave no trace of the state that caused it (Preempted, Stopped).
+  if (first) await c.status.write();
   if (!(await c.deleteInstance(cp, providerID))) {
     await c.status.write();
     return { requeueAfter: c.env.deletionPollMs };
