@@ -61,7 +61,12 @@ describe('proxy-op gateway --upstreams FILE', () => {
       );
       await rename(`${file}.tmp`, file);
       await gw.waitForLog((l) => (l.msg === 'gateway upstreams changed' ? l : undefined), 10_000);
-      expect(await through(port)).toEqual({ status: 200, upstream: 'web-abcde' });
+      const answer = await through(port);
+      expect({ status: answer.status, upstream: answer.upstream }).toEqual({
+        status: 200,
+        upstream: 'web-abcde',
+      });
+      expect(JSON.parse(answer.body)).toMatchObject({ path: '/cli' });
     } finally {
       gw.kill('SIGTERM');
       expect((await gw.exit).code).toBe(0);
